@@ -1,0 +1,252 @@
+/*
+ * moeperm.h - the public API of libmoeperm.
+ *
+ * libmoeperm computes MoeTokenPermuteGrad, the backward of the
+ * mixture-of-experts token permutation, on the CPU with exactly the
+ * arithmetic of the Ascend kernel (docs/arithmetic.md).  Its operator API
+ * mirrors the vendor's two-phase aclnn API, so code written against
+ * aclnnMoeTokenPermuteGrad can use it as a CPU fallback.
+ *
+ * This header is the whole public surface: C11, no other header needed.
+ * Every function is safe to call from several threads at once on distinct
+ * objects; moeperm_last_error() is per thread.
+ */
+#ifndef MOEPERM_H
+#define MOEPERM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(MOEPERM_DLL_BUILD)
+#define MOEPERM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define MOEPERM_API __attribute__((visibility("default")))
+#else
+#define MOEPERM_API
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Version                                                                */
+/* ---------------------------------------------------------------------- */
+
+#define MOEPERM_VERSION_MAJOR 0
+#define MOEPERM_VERSION_MINOR 1
+#define MOEPERM_VERSION_PATCH 0
+#define MOEPERM_VERSION_STRING "0.1.0"
+
+/*
+ * moeperm_version() returns the version of the library that is linked, as
+ * "MAJOR.MINOR.PATCH".  Compare it with MOEPERM_VERSION_STRING to detect a
+ * header/library mismatch.  The string is static; thread safe.
+ */
+MOEPERM_API const char *moeperm_version(void);
+
+/* ---------------------------------------------------------------------- */
+/* Data types and status codes                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Element types.  The values equal the vendor's aclDataType. */
+typedef enum moeperm_dtype {
+    MOEPERM_FLOAT = 0,   /* IEEE binary32 */
+    MOEPERM_FLOAT16 = 1, /* IEEE binary16 */
+    MOEPERM_INT32 = 3,   /* two's complement 32-bit */
+    MOEPERM_BF16 = 27    /* bfloat16: the upper half of a binary32 */
+} moeperm_dtype;
+
+/* Status codes.  The values equal the vendor's aclnnStatus. */
+typedef int32_t moeperm_status;
+#define MOEPERM_SUCCESS 0                /* the call did what it says */
+#define MOEPERM_ERR_PARAM_NULLPTR 161001 /* a required tensor, pointer or out-pointer is NULL */
+#define MOEPERM_ERR_PARAM_INVALID 161002 /* a dtype, shape, attribute or index is not accepted */
+#define MOEPERM_ERR_RUNTIME_ERROR 361001 /* a runtime failed (device, memory, stream) */
+#define MOEPERM_ERR_INNER 561000         /* internal failure, e.g. memory allocation */
+
+/*
+ * moeperm_status_name() returns the name of a status code, such as
+ * "MOEPERM_ERR_PARAM_INVALID", or "MOEPERM_UNKNOWN_STATUS" for a value that
+ * is not one of the codes above.  The string is static; thread safe.
+ */
+MOEPERM_API const char *moeperm_status_name(moeperm_status status);
+
+/*
+ * moeperm_last_error() returns a sentence describing the most recent failure
+ * of a moeperm call made on the calling thread, naming the offending value,
+ * for example "sorted_indices[17] = 4096 is outside [0, 4095]".  It returns
+ * "" when no call on this thread has failed yet.  A successful call does
+ * not clear it.  The string belongs to the library and stays valid until
+ * the next failing moeperm call on the same thread.  Thread-local.
+ */
+MOEPERM_API const char *moeperm_last_error(void);
+
+/* ---------------------------------------------------------------------- */
+/* Tensors                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* An opaque view of memory, like aclTensor. */
+typedef struct moeperm_tensor moeperm_tensor;
+
+/* The most dimensions a tensor may have (as for aclTensor). */
+#define MOEPERM_MAX_DIMS 8
+
+/*
+ * moeperm_tensor_create() describes, without copying or owning it, an
+ * ndim-dimensional view of the memory at data: element (i0, ..., in-1) lives
+ * at element index offset + sum(i_j * strides[j]) from data.
+ *
+ * dims: ndim non-negative extents (ndim <= MOEPERM_MAX_DIMS; dims may be NULL
+ *       only when ndim is 0).
+ * strides: ndim non-negative strides in elements, or NULL for the
+ *       contiguous row-major layout.
+ * offset: a non-negative offset in elements.
+ * data: the memory; it stays the caller's and must outlive every use of the
+ *       tensor.  It may be NULL for a tensor with no elements.
+ *
+ * Any dtype value is accepted here; the operator checks dtypes.  Returns
+ * the new tensor, or NULL (with moeperm_last_error() set) for a negative
+ * dim, stride or offset, too many dims, or allocation failure.  The caller
+ * owns the tensor and frees it with moeperm_tensor_destroy().  Thread safe.
+ */
+MOEPERM_API moeperm_tensor *moeperm_tensor_create(const int64_t *dims, uint64_t ndim,
+                                                  moeperm_dtype dtype, const int64_t *strides,
+                                                  int64_t offset, void *data);
+
+/* moeperm_tensor_destroy() frees a tensor (not its data).  NULL is a no-op. */
+MOEPERM_API void moeperm_tensor_destroy(moeperm_tensor *tensor);
+
+/* ---------------------------------------------------------------------- */
+/* The operator: MoeTokenPermuteGrad                                      */
+/* ---------------------------------------------------------------------- */
+
+/* An opaque, single-use plan, like aclOpExecutor. */
+typedef struct moeperm_executor moeperm_executor;
+
+/* The largest top_k the operator accepts (as on Atlas A2/A3). */
+#define MOEPERM_MAX_TOP_K 512
+
+/*
+ * moeperm_token_permute_grad_get_workspace_size() validates the arguments of
+ * MoeTokenPermuteGrad and plans it, like
+ * aclnnMoeTokenPermuteGradGetWorkspaceSize():
+ *
+ *   out[t, h] = sum over k = 0..num_topk-1 of
+ *               permuted_output_grad[sorted_indices[t*num_topk + k], h]
+ *
+ * with the arithmetic of docs/arithmetic.md (fp32 accumulator started from
+ * the first slot, slots added in k order, one round-to-nearest-even
+ * narrowing; slots whose index is >= the rows of permuted_output_grad are
+ * skipped).
+ *
+ * permuted_output_grad: [R, H], FLOAT, FLOAT16 or BF16.
+ * sorted_indices: [N], INT32, a permutation of 0..N-1 with N = T*num_topk;
+ *       R <= N.
+ * num_topk: in [1, MOEPERM_MAX_TOP_K].
+ * padded_mode: must be false.
+ * out: [T, H], the dtype of permuted_output_grad; its elements must not
+ *       overlap each other nor the inputs.
+ * workspace_size: receives the workspace the run needs (0 on the CPU).
+ * executor: receives the plan.  The plan copies the tensor descriptors, so
+ *       the tensor objects may be destroyed before the run; the memory they
+ *       view must stay valid until the run.
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tensor,
+ * out-pointer or data pointer, MOEPERM_ERR_PARAM_INVALID for anything the
+ * operator does not accept (every index is checked for range and
+ * uniqueness), or MOEPERM_ERR_INNER when memory runs out.  On failure
+ * *executor is set to NULL (when executor is not NULL), the memory of out is
+ * untouched and moeperm_last_error() names the offending value.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_permute_grad_get_workspace_size(
+    const moeperm_tensor *permuted_output_grad, const moeperm_tensor *sorted_indices,
+    int64_t num_topk, bool padded_mode, moeperm_tensor *out, uint64_t *workspace_size,
+    moeperm_executor **executor);
+
+/*
+ * moeperm_token_permute_grad() runs a plan, like aclnnMoeTokenPermuteGrad(),
+ * and frees the executor whether it succeeds or not: a plan runs once.
+ *
+ * workspace, workspace_size: the workspace asked for by the first phase
+ *       (0 bytes on the CPU, so workspace may be NULL).
+ * stream: must be NULL on the CPU (MOEPERM_ERR_PARAM_INVALID otherwise).
+ *
+ * The result is written to out's memory.  It does not depend on the number
+ * of threads.  Work is split over OpenMP threads when the library is built
+ * with OpenMP.  Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a
+ * NULL executor, or MOEPERM_ERR_PARAM_INVALID for a stream or a workspace
+ * smaller than planned; on failure out is untouched.
+ * Thread safe for distinct executors.
+ */
+MOEPERM_API moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t workspace_size,
+                                                      moeperm_executor *executor, void *stream);
+
+/*
+ * moeperm_executor_destroy() frees a plan that will not be run.  NULL is a
+ * no-op.  Never call it on a plan that moeperm_token_permute_grad() has
+ * taken: that call already freed it.
+ */
+MOEPERM_API void moeperm_executor_destroy(moeperm_executor *executor);
+
+/* ---------------------------------------------------------------------- */
+/* Routing: the forward's index math                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * moeperm_route_sorted_indices() computes the sorted_indices that
+ * MoeTokenPermute produces for a routing: expert_ids[t*top_k + k] is the
+ * expert chosen by token t in its k-th slot, an integer in
+ * [0, num_experts).  The result is the inverse of the stable argsort of the
+ * flattened expert ids: sorted_indices[i] is the row of the permuted tensor
+ * that holds the copy made for entry i.  n = tokens*top_k entries are read
+ * and written.
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR, MOEPERM_ERR_PARAM_INVALID
+ * (n > INT32_MAX, num_experts < 1, an expert id out of range), or
+ * MOEPERM_ERR_INNER; on failure sorted_indices is untouched.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_route_sorted_indices(const int32_t *expert_ids, size_t n,
+                                                        int32_t num_experts,
+                                                        int32_t *sorted_indices);
+
+/* ---------------------------------------------------------------------- */
+/* Conversions                                                            */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Widening (bf16 or fp16 bits to float) is exact.  Narrowing (float to bf16
+ * or fp16 bits) rounds to nearest, ties to even, with subnormal results and
+ * overflow to +-inf as IEEE 754 says.  A NaN stays a NaN of the same sign
+ * and is made quiet; its payload keeps as many leading bits as fit:
+ *
+ *   float -> bf16:  (bits >> 16) | 0x0040
+ *   float -> fp16:  sign | 0x7e00 | (mantissa >> 13)   (as x86 F16C does)
+ *   bf16 -> float:  (bits << 16) | 0x00400000
+ *   fp16 -> float:  sign | 0x7fc00000 | (mantissa << 13)
+ *
+ * Pure functions; thread safe.
+ */
+MOEPERM_API float moeperm_bf16_to_float(uint16_t bits);
+MOEPERM_API uint16_t moeperm_float_to_bf16(float value);
+MOEPERM_API float moeperm_fp16_to_float(uint16_t bits);
+MOEPERM_API uint16_t moeperm_float_to_fp16(float value);
+
+/*
+ * moeperm_convert() converts n contiguous elements from src (of src_dtype)
+ * to dst (of dst_dtype), each one of MOEPERM_FLOAT, MOEPERM_FLOAT16 and
+ * MOEPERM_BF16, with exactly the scalar functions' results.  Between two
+ * 16-bit types it goes through float.  Same dtype copies.  src and dst must
+ * not overlap.  Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR (NULL
+ * src or dst with n > 0) or MOEPERM_ERR_PARAM_INVALID (another dtype), with
+ * dst untouched on failure.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_convert(const void *src, moeperm_dtype src_dtype, void *dst,
+                                           moeperm_dtype dst_dtype, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOEPERM_H */
