@@ -12,8 +12,15 @@
  * depend on the number of threads.  The build forbids FMA contraction and
  * fast-math, and a column block keeps its accumulators in a small array so
  * the k rows stream past an accumulator that stays in L1.
+ *
+ * This portable loop is the reference.  On x86 CPUs with AVX2 and F16C the
+ * same arithmetic runs vectorised across columns (permute_grad_x86.c,
+ * chosen in moeperm_kernel_run_path() below), tested bit for bit against
+ * this loop; MOEPERM_FORCE_PORTABLE=1 turns it off (kernel.h).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -21,11 +28,10 @@
 
 #include "fp.h"
 #include "internal.h"
+#include "kernel.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
-/* Below this many element reads the thread team costs more than it saves. */
-#define PARALLEL_MIN_WORK (INT64_C(1) << 16)
 
 typedef struct row_view {
     const char *base;   /* element 0 of row 0 */
@@ -47,7 +53,7 @@ typedef struct row_view {
                                     int64_t stride, int64_t n)                                \
     {                                                                                         \
         for (int64_t j = 0; j < n; j++)                                                       \
-            acc[j] = acc[j] + widen(row[j * stride]);                                         \
+            acc[j] = moeperm_accumulate(acc[j], widen(row[j * stride]));                      \
     }                                                                                         \
     static inline void store_##suffix(type *restrict out, const float *restrict acc,         \
                                       int64_t stride, int64_t n)                              \
@@ -77,7 +83,9 @@ DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, fp_float_to_bf16)
     {                                                                                         \
         float acc[COLUMN_BLOCK];                                                              \
         const struct moeperm_tensor *g = &plan->grad, *ix = &plan->indices, *o = &plan->out;  \
-        const type *grad = (const type *)g->data + g->offset;                                 \
+        /* grad is NULL when it has no rows (every slot dropped); offsetting   \
+         * a null pointer, even by 0, is undefined, and no row is read then. */ \
+        const type *grad = g->data ? (const type *)g->data + g->offset : NULL;                \
         const int32_t *idx = (const int32_t *)ix->data + ix->offset;                          \
         type *out = (type *)o->data + o->offset + t * o->strides[0] + c0 * o->strides[1];     \
         int64_t rows = g->dims[0], k_count = plan->top_k;                                     \
@@ -116,30 +124,230 @@ DEFINE_TASK(f32, float)
 DEFINE_TASK(f16, uint16_t)
 DEFINE_TASK(bf16, uint16_t)
 
-void moeperm_kernel_run(const struct moeperm_executor *plan, int threads)
+/* Below this many bytes per thread, waking another thread costs more than
+ * it saves: a thread's wake-up is tens of microseconds on an idle machine
+ * and a scheduler time slice on a busy one, while 4 MiB take a core about
+ * 300 microseconds (`moeperm bench`, docs/performance.md). */
+#define BYTES_PER_THREAD (INT64_C(4) << 20)
+/* Outputs at least this large are written with non-temporal stores on the
+ * fast path: nobody reads them soon, and skipping the read-for-ownership
+ * saves a tenth of the traffic. */
+#define STREAM_MIN_BYTES (INT64_C(8) << 20)
+/* Column block of the fast path when there are too few tokens to share. */
+#define FAST_COLUMN_BLOCK 1024
+
+int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
+{
+    int team = threads;
+#ifdef _OPENMP
+    if (team <= 0)
+        team = omp_get_max_threads();
+#endif
+    if (team <= 1)
+        return 1;
+    int64_t tokens = plan->out.dims[0], hidden = plan->out.dims[1];
+    int64_t bytes = tokens * (plan->top_k + 1) * hidden * (int64_t)moeperm_dtype_size(plan->grad.dtype);
+    int64_t useful = bytes / BYTES_PER_THREAD;
+    if (useful < team)
+        team = useful < 1 ? 1 : (int)useful;
+    return team;
+}
+
+static void run_portable(const struct moeperm_executor *plan, int team)
 {
     int64_t tokens = plan->out.dims[0], hidden = plan->out.dims[1];
-    if (tokens == 0 || hidden == 0)
-        return;
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
     void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
         plan->grad.dtype == MOEPERM_FLOAT     ? task_f32
         : plan->grad.dtype == MOEPERM_FLOAT16 ? task_f16
                                               : task_bf16;
-    bool parallel = tokens * plan->top_k * hidden >= PARALLEL_MIN_WORK && tasks > 1;
-    (void)threads;
-    (void)parallel;
-
+    (void)team;
 #ifdef _OPENMP
-    int team = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(team) if (parallel)
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && tasks > 1)
 #endif
     for (int64_t i = 0; i < tasks; i++) {
         int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
         int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
         task(plan, t, c0, n);
     }
+}
+
+#ifdef MOEPERM_HAVE_X86_PATH
+/* The rows a task of the x86 path sums: its token's valid slots, each
+ * pointing at the task's first column. */
+typedef struct x86_task {
+    const void *rows[MOEPERM_MAX_TOP_K];
+    int64_t count, width;
+    bool zero_start;
+    char *out;
+} x86_task;
+
+typedef struct x86_plan {
+    const char *grad;
+    const int32_t *idx;
+    char *out;
+    int64_t rows, hidden, k_count, block, blocks, size;
+    int64_t grad_stride, idx_stride, out_stride;
+} x86_plan;
+
+static void x86_list(const x86_plan *p, int64_t task, x86_task *into)
+{
+    int64_t t = task / p->blocks, c0 = (task % p->blocks) * p->block;
+    into->width = p->hidden - c0 < p->block ? p->hidden - c0 : p->block;
+    into->count = 0;
+    into->zero_start = false;
+    into->out = p->out + (t * p->out_stride + c0) * p->size;
+    for (int64_t k = 0; k < p->k_count; k++) {
+        /* Unsigned compare: a negative index is skipped like a dropped one. */
+        uint64_t r = (uint64_t)(int64_t)p->idx[(t * p->k_count + k) * p->idx_stride];
+        if (r < (uint64_t)p->rows)
+            into->rows[into->count++] = p->grad + ((int64_t)r * p->grad_stride + c0) * p->size;
+        else if (k == 0)
+            into->zero_start = true;
+    }
+}
+
+/* The x86 path: each thread takes a contiguous run of tasks and hands each
+ * task's rows to a vector segment of permute_grad_x86.c, with the next
+ * task's rows to prefetch. */
+static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
+{
+    const struct moeperm_tensor *g = &plan->grad, *ix = &plan->indices, *o = &plan->out;
+    x86_plan p = {
+        /* NULL when grad has no rows: no row is read then, and offsetting a
+         * null pointer, even by 0, is undefined. */
+        .grad = g->data ? (const char *)g->data + g->offset * (int64_t)moeperm_dtype_size(g->dtype)
+                        : NULL,
+        .idx = (const int32_t *)ix->data + ix->offset,
+        .out = (char *)o->data + o->offset * (int64_t)moeperm_dtype_size(g->dtype),
+        .rows = g->dims[0],
+        .hidden = o->dims[1],
+        .k_count = plan->top_k,
+        .size = (int64_t)moeperm_dtype_size(g->dtype),
+        .grad_stride = g->strides[0],
+        .idx_stride = ix->strides[0],
+        .out_stride = o->strides[0],
+    };
+    int64_t tokens = o->dims[0];
+    p.block = tokens >= 4 * (int64_t)team ? p.hidden : FAST_COLUMN_BLOCK;
+    p.blocks = (p.hidden + p.block - 1) / p.block;
+    int64_t tasks = tokens * p.blocks;
+    bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
+    void (*segment)(const void *const *, int64_t, bool, void *, int64_t, bool,
+                    const void *const *, int64_t, int64_t) =
+        g->dtype == MOEPERM_FLOAT
+            ? (avx512 ? moeperm_x86_segment_f32_avx512 : moeperm_x86_segment_f32)
+        : g->dtype == MOEPERM_FLOAT16
+            ? (avx512 ? moeperm_x86_segment_f16_avx512 : moeperm_x86_segment_f16)
+            : (avx512 ? moeperm_x86_segment_bf16_avx512 : moeperm_x86_segment_bf16);
+    bool parallel = team > 1 && tasks > 1;
+    (void)parallel;
+
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team) if (parallel)
+#endif
+    {
+        x86_task lists[2];
+        int64_t lo = 0, hi = tasks;
+#ifdef _OPENMP
+        if (parallel) {
+            int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
+            lo = tasks * id / count;
+            hi = tasks * (id + 1) / count;
+        }
+#endif
+        if (lo < hi)
+            x86_list(&p, lo, &lists[lo & 1]);
+        for (int64_t i = lo; i < hi; i++) {
+            x86_task *cur = &lists[i & 1], *next = &lists[(i + 1) & 1];
+            bool more = i + 1 < hi;
+            if (more)
+                x86_list(&p, i + 1, next);
+            segment(cur->rows, cur->count, cur->zero_start, cur->out, cur->width, stream,
+                    next->rows, more ? next->count : 0, more ? next->width : 0);
+        }
+        if (stream)
+            moeperm_x86_fence();
+    }
+}
+#endif
+
+static moeperm_kernel_path detect_best_path(void)
+{
+    const char *force = getenv("MOEPERM_FORCE_PORTABLE");
+    if (force && *force && strcmp(force, "0") != 0)
+        return MOEPERM_PATH_PORTABLE;
+#ifdef MOEPERM_HAVE_X86_PATH
+    if (moeperm_x86_avx512_available())
+        return MOEPERM_PATH_X86_AVX512;
+    if (moeperm_x86_available())
+        return MOEPERM_PATH_X86_AVX2;
+#endif
+    return MOEPERM_PATH_PORTABLE;
+}
+
+/* Read once: the environment and the CPU do not change under a run. */
+static atomic_int best_path = -1;
+static atomic_int chosen_path = MOEPERM_PATH_AUTO;
+
+moeperm_kernel_path moeperm_kernel_best_path(void)
+{
+    int path = atomic_load_explicit(&best_path, memory_order_relaxed);
+    if (path < 0) {
+        path = (int)detect_best_path();
+        atomic_store_explicit(&best_path, path, memory_order_relaxed);
+    }
+    return (moeperm_kernel_path)path;
+}
+
+void moeperm_kernel_choose_path(moeperm_kernel_path path)
+{
+    atomic_store_explicit(&chosen_path, (int)path, memory_order_relaxed);
+}
+
+const char *moeperm_kernel_path_name(moeperm_kernel_path path)
+{
+    switch (path) {
+    case MOEPERM_PATH_PORTABLE:
+        return "portable";
+    case MOEPERM_PATH_X86_AVX512:
+        return "x86-avx512";
+    case MOEPERM_PATH_X86_AVX2:
+        return "x86-avx2";
+    default:
+        return "auto";
+    }
+}
+
+void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
+                             moeperm_kernel_path path)
+{
+    int64_t tokens = plan->out.dims[0], hidden = plan->out.dims[1];
+    if (tokens == 0 || hidden == 0)
+        return;
+    int team = moeperm_kernel_threads(plan, threads);
+    if (path == MOEPERM_PATH_AUTO)
+        path = (moeperm_kernel_path)atomic_load_explicit(&chosen_path, memory_order_relaxed);
+    if (path == MOEPERM_PATH_AUTO)
+        path = moeperm_kernel_best_path();
+#ifdef MOEPERM_HAVE_X86_PATH
+    bool unit_columns = plan->grad.strides[1] == 1 && plan->out.strides[1] == 1;
+    if (path == MOEPERM_PATH_X86_AVX512 && unit_columns && moeperm_x86_avx512_available()) {
+        run_x86(plan, team, true);
+        return;
+    }
+    if (path == MOEPERM_PATH_X86_AVX2 && unit_columns && moeperm_x86_available()) {
+        run_x86(plan, team, false);
+        return;
+    }
+#endif
+    run_portable(plan, team);
+}
+
+void moeperm_kernel_run(const struct moeperm_executor *plan, int threads)
+{
+    moeperm_kernel_run_path(plan, threads, MOEPERM_PATH_AUTO);
 }
 
 moeperm_status moeperm_token_permute_grad_get_workspace_size(

@@ -37,6 +37,14 @@ typedef struct golden_case {
     bool padded_mode;
     uint64_t seed;
 
+    /* The generator's recipe, manifest "recipe" (optional; NULL and 0 for a
+     * case written elsewhere): what a re-implementation needs besides the
+     * seed to rebuild the inputs (docs/golden-format.md, section 3). */
+    char *routing;       /* "routed", "identity", "reverse", "random" (owned) */
+    char *values;        /* the value kind, e.g. "normal" (owned) */
+    int64_t num_experts; /* routed only */
+    int64_t hot_percent; /* routed only */
+
     /* Loaded tensors, contiguous row-major, owned (NULL when empty). */
     void *permuted_output_grad; /* [R, H] of dtype */
     int32_t *sorted_indices;    /* [T*K] */

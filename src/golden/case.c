@@ -1,0 +1,801 @@
+/*
+ * case.c - the "moeperm-golden/1" case format: read (with json-c, checking
+ * every claim of the manifest against the files), write (atomically, with a
+ * byte-stable manifest so regenerated corpora diff cleanly), and discovery
+ * of every case below a directory in a deterministic order.
+ */
+#include "golden/case.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "golden/fileio.h"
+#include "internal.h"
+
+/* A manifest is a few hundred bytes; anything far larger is not one. */
+#define MANIFEST_MAX_BYTES ((size_t)1 << 20)
+
+size_t golden_dtype_size(moeperm_dtype dtype)
+{
+    switch (dtype) {
+    case MOEPERM_FLOAT:
+        return 4;
+    case MOEPERM_FLOAT16:
+    case MOEPERM_BF16:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+const char *golden_dtype_name(moeperm_dtype dtype)
+{
+    switch (dtype) {
+    case MOEPERM_FLOAT:
+        return "float32";
+    case MOEPERM_FLOAT16:
+        return "float16";
+    case MOEPERM_BF16:
+        return "bf16";
+    case MOEPERM_INT32:
+        return "int32";
+    }
+    return "unknown";
+}
+
+bool golden_dtype_parse(const char *name, moeperm_dtype *dtype)
+{
+    static const moeperm_dtype known[] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(name, golden_dtype_name(known[i])) == 0) {
+            *dtype = known[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Only valid for a case whose byte sizes the reader (or the generator)
+ * has already checked against overflow. */
+size_t golden_grad_bytes(const golden_case *c)
+{
+    return (size_t)c->num_rows * (size_t)c->hidden_size * golden_dtype_size(c->dtype);
+}
+
+size_t golden_indices_bytes(const golden_case *c)
+{
+    return (size_t)c->tokens_num * (size_t)c->top_k * sizeof(int32_t);
+}
+
+size_t golden_output_bytes(const golden_case *c)
+{
+    return (size_t)c->tokens_num * (size_t)c->hidden_size * golden_dtype_size(c->dtype);
+}
+
+void golden_case_free(golden_case *c)
+{
+    if (!c)
+        return;
+    free(c->dir);
+    free(c->name);
+    free(c->description);
+    free(c->generator);
+    free(c->command);
+    free(c->routing);
+    free(c->values);
+    free(c->permuted_output_grad);
+    free(c->sorted_indices);
+    free(c->input_grad);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading                                                                */
+/* ---------------------------------------------------------------------- */
+
+typedef struct reader {
+    const char *manifest; /* path of case.json, prefixed to every message */
+    char *err;
+    size_t err_len;
+} reader;
+
+static int fail(reader *r, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(reader *r, const char *format, ...)
+{
+    char message[768];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    snprintf(r->err, r->err_len, "%s: %s", r->manifest, message);
+    return -1;
+}
+
+/* The JSON text of a value, for messages that quote what the file said. */
+static const char *json_text(json_object *value)
+{
+    return value ? json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN) : "null";
+}
+
+static int get_member(reader *r, json_object *obj, const char *path, const char *key,
+                      json_type type, json_object **out)
+{
+    static const char *type_names[] = {"null",  "a boolean", "a number", "an integer",
+                                       "an object", "an array", "a string"};
+    json_object *value = NULL;
+    if (!json_object_object_get_ex(obj, key, &value))
+        return fail(r, "%s%s is missing", path, key);
+    if (!json_object_is_type(value, type))
+        return fail(r, "%s%s is %s, expected %s", path, key, json_text(value),
+                    type_names[type]);
+    *out = value;
+    return 0;
+}
+
+static int get_string(reader *r, json_object *obj, const char *path, const char *key,
+                      const char **out)
+{
+    json_object *value = NULL;
+    if (get_member(r, obj, path, key, json_type_string, &value) != 0)
+        return -1;
+    *out = json_object_get_string(value);
+    return 0;
+}
+
+static int get_expected_string(reader *r, json_object *obj, const char *key,
+                               const char *expected)
+{
+    const char *value;
+    if (get_string(r, obj, "", key, &value) != 0)
+        return -1;
+    if (strcmp(value, expected) != 0)
+        return fail(r, "%s is \"%s\", expected \"%s\"", key, value, expected);
+    return 0;
+}
+
+/* A non-negative JSON integer no larger than max.  json-c keeps integers up
+ * to UINT64_MAX exactly and turns larger ones into doubles, which the type
+ * check refuses; 64.0 or "64" are refused the same way. */
+static int get_uint(reader *r, json_object *obj, const char *path, const char *key,
+                    uint64_t max, uint64_t *out)
+{
+    json_object *value = NULL;
+    if (get_member(r, obj, path, key, json_type_int, &value) != 0)
+        return -1;
+    /* A negative value reads back negative as int64; a huge one only as
+     * uint64, so look at it both ways. */
+    int64_t as_signed = json_object_get_int64(value);
+    uint64_t as_unsigned = json_object_get_uint64(value);
+    if (as_signed < 0)
+        return fail(r, "%s%s is %s, expected a non-negative integer", path, key,
+                    json_text(value));
+    if (as_unsigned == UINT64_MAX && max < UINT64_MAX)
+        return fail(r, "%s%s is beyond the 64-bit range, larger than the %" PRIu64
+                       " this format allows", path, key, max);
+    if (as_unsigned > max)
+        return fail(r, "%s%s is %s, larger than the %" PRIu64 " this format allows", path,
+                    key, json_text(value), max);
+    *out = as_unsigned;
+    return 0;
+}
+
+static char *dup_string(const char *s)
+{
+    return golden_strdup_printf("%s", s);
+}
+
+/* File names stay inside the case directory: a manifest that says
+ * "../../etc/passwd" or "/dev/zero" must not make the reader go there. */
+static int check_file_name(reader *r, const char *tensor, const char *file)
+{
+    if (file[0] == '\0')
+        return fail(r, "tensors.%s.file is empty", tensor);
+    if (file[0] == '/')
+        return fail(r, "tensors.%s.file is \"%s\", an absolute path; it must name a file in "
+                       "the case directory", tensor, file);
+    if (strstr(file, "..") || strchr(file, '/') || strcmp(file, ".") == 0)
+        return fail(r, "tensors.%s.file is \"%s\", which leaves the case directory; it must "
+                       "be a plain file name", tensor, file);
+    return 0;
+}
+
+static void format_dims(char *buf, size_t len, const uint64_t *dims, size_t ndim)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (size_t i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%" PRIu64, i ? ", " : "", dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
+/* Reads one entry of "tensors": checks file name, dtype and shape, then
+ * loads the file and checks its size and sha256.  data may be NULL to only
+ * check the manifest. */
+static int read_tensor(reader *r, json_object *tensors, const char *case_dir, const char *key,
+                       const char *dtype_name, size_t element_size, const uint64_t *dims,
+                       size_t ndim, void **data)
+{
+    char path[64];
+    json_object *entry, *shape;
+    const char *file, *dtype, *sha;
+
+    snprintf(path, sizeof path, "tensors.%s.", key);
+    if (get_member(r, tensors, "tensors.", key, json_type_object, &entry) != 0 ||
+        get_string(r, entry, path, "file", &file) != 0 ||
+        get_string(r, entry, path, "dtype", &dtype) != 0 ||
+        get_member(r, entry, path, "shape", json_type_array, &shape) != 0 ||
+        get_string(r, entry, path, "sha256", &sha) != 0)
+        return -1;
+    if (check_file_name(r, key, file) != 0)
+        return -1;
+    if (strcmp(dtype, dtype_name) != 0)
+        return fail(r, "tensors.%s.dtype is \"%s\", expected \"%s\"", key, dtype, dtype_name);
+
+    char expected[128];
+    format_dims(expected, sizeof expected, dims, ndim);
+    bool same = json_object_array_length(shape) == ndim;
+    for (size_t i = 0; same && i < ndim; i++) {
+        json_object *d = json_object_array_get_idx(shape, i);
+        same = json_object_is_type(d, json_type_int) && json_object_get_int64(d) >= 0 &&
+               json_object_get_uint64(d) == dims[i];
+    }
+    if (!same) {
+        /* Quote the shape as the expected one is written, "[64, 7168]",
+         * unless it is not a list of integers at all. */
+        /* Up to 8 integers of up to 20 characters ("-9223372036854775808")
+         * with ", " between and brackets: 178 bytes.  The loop also stops
+         * once the buffer is full, as snprintf's return can pass its end. */
+        char actual[8 * 22 + 4];
+        size_t n = json_object_array_length(shape), used = 0;
+        bool ints = n <= 8;
+        for (size_t i = 0; ints && i < n; i++)
+            ints = json_object_is_type(json_object_array_get_idx(shape, i), json_type_int);
+        if (!ints)
+            return fail(r, "tensors.%s.shape is %s, expected %s", key, json_text(shape),
+                        expected);
+        used += (size_t)snprintf(actual + used, sizeof actual - used, "[");
+        for (size_t i = 0; i < n && used < sizeof actual; i++)
+            used += (size_t)snprintf(actual + used, sizeof actual - used, "%s%s", i ? ", " : "",
+                                     json_text(json_object_array_get_idx(shape, i)));
+        if (used < sizeof actual)
+            snprintf(actual + used, sizeof actual - used, "]");
+        return fail(r, "tensors.%s.shape is %s, expected %s", key, actual, expected);
+    }
+
+    size_t sha_len = strlen(sha);
+    if (sha_len != 64 || strspn(sha, "0123456789abcdefABCDEF") != 64)
+        return fail(r, "tensors.%s.sha256 is \"%s\", expected 64 hexadecimal digits", key, sha);
+
+    /* R*H can reach 2^71 within the per-field bounds: guard the product. */
+    uint64_t bytes = element_size;
+    for (size_t i = 0; i < ndim; i++) {
+        if (dims[i] != 0 && bytes > UINT64_MAX / dims[i])
+            return fail(r, "tensors.%s.shape %s is too large to address", key, expected);
+        bytes *= dims[i];
+    }
+
+    char *file_path = golden_strdup_printf("%s/%s", case_dir, file);
+    char hex[GOLDEN_SHA256_HEX];
+    char what[96];
+    char inner[512];
+    void *loaded = NULL;
+    if (!file_path)
+        return fail(r, "out of memory");
+    snprintf(what, sizeof what, "tensors.%s", key);
+    if (golden_read_file(file_path, what, bytes, &loaded, hex, inner, sizeof inner) != 0) {
+        free(file_path);
+        return fail(r, "%s", inner);
+    }
+    free(file_path);
+    if (strcasecmp(hex, sha) != 0) {
+        free(loaded);
+        return fail(r, "tensors.%s.sha256 is %s, but %s hashes to %s", key, sha, file, hex);
+    }
+    if (data)
+        *data = loaded;
+    else
+        free(loaded);
+    return 0;
+}
+
+static int read_manifest(reader *r, json_object *root, const char *dir, bool load_output,
+                         golden_case *c)
+{
+    const char *s;
+    json_object *value, *tensors;
+    uint64_t t, k, h, rows, seed;
+
+    if (!json_object_is_type(root, json_type_object))
+        return fail(r, "the manifest is %s, expected a JSON object",
+                    json_object_is_type(root, json_type_array) ? "an array" : "not an object");
+    if (get_expected_string(r, root, "format", GOLDEN_FORMAT) != 0 ||
+        get_expected_string(r, root, "op", GOLDEN_OP) != 0)
+        return -1;
+
+    if (get_string(r, root, "", "name", &s) != 0 || !(c->name = dup_string(s)))
+        return -1;
+    c->description = dup_string(json_object_object_get_ex(root, "description", &value) &&
+                                        json_object_is_type(value, json_type_string)
+                                    ? json_object_get_string(value)
+                                    : "");
+    c->generator = dup_string(json_object_object_get_ex(root, "generator", &value) &&
+                                      json_object_is_type(value, json_type_string)
+                                  ? json_object_get_string(value)
+                                  : "");
+    if (json_object_object_get_ex(root, "command", &value) &&
+        json_object_is_type(value, json_type_string))
+        c->command = dup_string(json_object_get_string(value));
+    if (!c->description || !c->generator)
+        return fail(r, "out of memory");
+    /* The recipe only informs people and re-implementations; nothing is
+     * computed from it, so it is read leniently. */
+    json_object *recipe, *field;
+    if (json_object_object_get_ex(root, "recipe", &recipe) &&
+        json_object_is_type(recipe, json_type_object)) {
+        if (json_object_object_get_ex(recipe, "routing", &field) &&
+            json_object_is_type(field, json_type_string))
+            c->routing = dup_string(json_object_get_string(field));
+        if (json_object_object_get_ex(recipe, "values", &field) &&
+            json_object_is_type(field, json_type_string))
+            c->values = dup_string(json_object_get_string(field));
+        if (json_object_object_get_ex(recipe, "num_experts", &field) &&
+            json_object_is_type(field, json_type_int))
+            c->num_experts = json_object_get_int64(field);
+        if (json_object_object_get_ex(recipe, "hot_percent", &field) &&
+            json_object_is_type(field, json_type_int))
+            c->hot_percent = json_object_get_int64(field);
+    }
+
+    if (get_string(r, root, "", "dtype", &s) != 0)
+        return -1;
+    if (!golden_dtype_parse(s, &c->dtype))
+        return fail(r, "dtype is \"%s\", expected \"float32\", \"float16\" or \"bf16\"", s);
+
+    if (get_uint(r, root, "", "tokens_num", (uint64_t)GOLDEN_MAX_DIM, &t) != 0 ||
+        get_uint(r, root, "", "top_k", (uint64_t)GOLDEN_MAX_DIM, &k) != 0 ||
+        get_uint(r, root, "", "hidden_size", (uint64_t)GOLDEN_MAX_DIM, &h) != 0 ||
+        get_uint(r, root, "", "num_rows", (uint64_t)GOLDEN_MAX_DIM, &rows) != 0 ||
+        get_uint(r, root, "", "seed", UINT64_MAX, &seed) != 0)
+        return -1;
+    /* sorted_indices holds int32 rows 0..T*K-1, so T*K is at most 2^31. */
+    uint64_t slots;
+    if (k != 0 && t > (UINT64_C(1) << 31) / k)
+        return fail(r, "tokens_num %" PRIu64 " times top_k %" PRIu64
+                       " is more than the 2^31 slots int32 sorted_indices can address",
+                    t, k);
+    slots = t * k;
+    if (rows > slots)
+        return fail(r, "num_rows is %" PRIu64 ", more than tokens_num*top_k = %" PRIu64, rows,
+                    slots);
+    if (get_member(r, root, "", "padded_mode", json_type_boolean, &value) != 0)
+        return -1;
+    c->padded_mode = json_object_get_boolean(value);
+    c->tokens_num = (int64_t)t;
+    c->top_k = (int64_t)k;
+    c->hidden_size = (int64_t)h;
+    c->num_rows = (int64_t)rows;
+    c->seed = seed;
+
+    if (get_member(r, root, "", "tensors", json_type_object, &tensors) != 0)
+        return -1;
+    const char *dtype_name = golden_dtype_name(c->dtype);
+    size_t es = golden_dtype_size(c->dtype);
+    uint64_t grad_dims[2] = {rows, h};
+    uint64_t index_dims[1] = {slots};
+    uint64_t out_dims[2] = {t, h};
+    if (read_tensor(r, tensors, dir, "permuted_output_grad", dtype_name, es, grad_dims, 2,
+                    &c->permuted_output_grad) != 0 ||
+        read_tensor(r, tensors, dir, "sorted_indices", "int32", sizeof(int32_t), index_dims, 1,
+                    (void **)&c->sorted_indices) != 0)
+        return -1;
+    /* The output's manifest entry is checked even when it is not loaded:
+     * run must not accept a case whose golden side is malformed. */
+    if (load_output)
+        return read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2,
+                           &c->input_grad);
+    return read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2, NULL);
+}
+
+int golden_case_read(const char *dir, bool load_output, golden_case *c, char *err,
+                     size_t err_len)
+{
+    char *manifest = golden_strdup_printf("%s/case.json", dir);
+    char *text = NULL;
+    reader r = {manifest, err, err_len};
+    int rc = -1;
+
+    memset(c, 0, sizeof *c);
+    if (!manifest) {
+        snprintf(err, err_len, "out of memory reading %s", dir);
+        return -1;
+    }
+    if (golden_read_text(manifest, MANIFEST_MAX_BYTES, &text, err, err_len) != 0) {
+        free(manifest);
+        return -1;
+    }
+    struct json_tokener *tok = json_tokener_new();
+    json_object *root = tok ? json_tokener_parse_ex(tok, text, (int)strlen(text) + 1) : NULL;
+    if (!tok) {
+        fail(&r, "out of memory");
+    } else if (!root) {
+        fail(&r, "not valid JSON near byte %zu: %s", json_tokener_get_parse_end(tok),
+             json_tokener_error_desc(json_tokener_get_error(tok)));
+    } else {
+        c->dir = dup_string(dir);
+        rc = c->dir ? read_manifest(&r, root, dir, load_output, c) : fail(&r, "out of memory");
+    }
+    json_object_put(root);
+    if (tok)
+        json_tokener_free(tok);
+    free(text);
+    free(manifest);
+    if (rc != 0)
+        golden_case_free(c);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* The manifest is written by hand rather than by json-c's serializer so its
+ * bytes do not change with the json-c version: regenerating the corpus on
+ * another machine must give identical files.  It is read back with json-c. */
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void put_tensor(FILE *f, const char *key, const char *dtype, const int64_t *dims,
+                       size_t ndim, const void *data, size_t bytes, bool last)
+{
+    char hex[GOLDEN_SHA256_HEX];
+    golden_sha256_hex(data, bytes, hex);
+    fprintf(f, "    \"%s\": {\"file\": \"%s.bin\", \"dtype\": \"%s\", \"shape\": [", key, key,
+            dtype);
+    for (size_t i = 0; i < ndim; i++)
+        fprintf(f, "%s%" PRId64, i ? ", " : "", dims[i]);
+    fprintf(f, "], \"sha256\": \"%s\"}%s\n", hex, last ? "" : ",");
+}
+
+/* The manifest as a malloc'd string, *size bytes. */
+static char *manifest_text(const golden_case *c, size_t *size)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, size);
+    if (!f)
+        return NULL;
+    const char *dtype = golden_dtype_name(c->dtype);
+    int64_t grad_dims[2] = {c->num_rows, c->hidden_size};
+    int64_t index_dims[1] = {c->tokens_num * c->top_k};
+    int64_t out_dims[2] = {c->tokens_num, c->hidden_size};
+
+    fprintf(f, "{\n  \"format\": \"%s\",\n  \"op\": \"%s\",\n  \"name\": ", GOLDEN_FORMAT,
+            GOLDEN_OP);
+    put_json_string(f, c->name ? c->name : "");
+    fputs(",\n  \"description\": ", f);
+    put_json_string(f, c->description ? c->description : "");
+    fprintf(f, ",\n  \"dtype\": \"%s\",\n", dtype);
+    fprintf(f, "  \"tokens_num\": %" PRId64 ",\n  \"top_k\": %" PRId64 ",\n", c->tokens_num,
+            c->top_k);
+    fprintf(f, "  \"hidden_size\": %" PRId64 ",\n  \"num_rows\": %" PRId64 ",\n",
+            c->hidden_size, c->num_rows);
+    fprintf(f, "  \"padded_mode\": %s,\n  \"seed\": %" PRIu64 ",\n  \"generator\": ",
+            c->padded_mode ? "true" : "false", c->seed);
+    put_json_string(f, c->generator ? c->generator : "");
+    if (c->command) {
+        fputs(",\n  \"command\": ", f);
+        put_json_string(f, c->command);
+    }
+    if (c->routing && c->values) {
+        fputs(",\n  \"recipe\": {\"routing\": ", f);
+        put_json_string(f, c->routing);
+        if (strcmp(c->routing, "routed") == 0)
+            fprintf(f, ", \"num_experts\": %" PRId64 ", \"hot_percent\": %" PRId64,
+                    c->num_experts, c->hot_percent);
+        fputs(", \"values\": ", f);
+        put_json_string(f, c->values);
+        fputc('}', f);
+    }
+    fputs(",\n  \"tensors\": {\n", f);
+    put_tensor(f, "permuted_output_grad", dtype, grad_dims, 2, c->permuted_output_grad,
+               golden_grad_bytes(c), false);
+    put_tensor(f, "sorted_indices", "int32", index_dims, 1, c->sorted_indices,
+               golden_indices_bytes(c), false);
+    put_tensor(f, "input_grad", dtype, out_dims, 2, c->input_grad, golden_output_bytes(c),
+               true);
+    fputs("  }\n}\n", f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static int write_in(const char *dir, const char *file, const void *data, size_t size,
+                    char *err, size_t err_len)
+{
+    char *path = golden_strdup_printf("%s/%s", dir, file);
+    if (!path) {
+        snprintf(err, err_len, "out of memory writing %s", dir);
+        return -1;
+    }
+    FILE *f = fopen(path, "wb");
+    int rc = 0;
+    if (!f) {
+        rc = -1;
+    } else {
+        if (size > 0 && fwrite(data, 1, size, f) != size)
+            rc = -1;
+        if (fclose(f) != 0)
+            rc = -1;
+    }
+    if (rc != 0)
+        snprintf(err, err_len, "writing %s failed: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+                      size_t err_len)
+{
+    struct stat st;
+    bool exists = lstat(path, &st) == 0;
+    if (exists && !force) {
+        snprintf(err, err_len, "%s already exists; pass --force to replace it", path);
+        return -1;
+    }
+
+    const char *slash = strrchr(path, '/');
+    char *parent = slash ? golden_strdup_printf("%.*s", (int)(slash - path), path)
+                         : golden_strdup_printf(".");
+    const char *base = slash ? slash + 1 : path;
+    if (!parent) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        return -1;
+    }
+    if (parent[0] == '\0') {
+        free(parent);
+        parent = golden_strdup_printf("/");
+    }
+    if (!parent || golden_mkdirs(parent, err, err_len) != 0) {
+        free(parent);
+        return -1;
+    }
+    char *tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", parent, base);
+    char *old = golden_strdup_printf("%s/.%s.old.XXXXXX", parent, base);
+    size_t manifest_size = 0;
+    char *manifest = manifest_text(c, &manifest_size);
+    int rc = -1, tmp_slot = -1, old_slot = -1;
+    /* Each step that creates or parks a directory runs with signals held
+     * and registers it before they are let in, so that a signal's cleanup
+     * (fileio.h) always knows every temporary and the parked old case. */
+    sigset_t all, unblocked;
+    sigfillset(&all);
+
+    if (!tmp || !old || !manifest) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        goto done;
+    }
+    sigprocmask(SIG_BLOCK, &all, &unblocked);
+    if (mkdtemp(tmp))
+        tmp_slot = golden_temp_track(GOLDEN_TEMP_CASE_DIR, tmp, NULL);
+    else
+        tmp[0] = '\0';
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    if (!tmp[0]) {
+        snprintf(err, err_len, "cannot create a temporary directory beside %s: %s", path,
+                 strerror(errno));
+        goto done;
+    }
+    /* mkdtemp makes 0700; a case directory is an ordinary directory. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (chmod(tmp, 0777 & ~mask) != 0 ||
+        write_in(tmp, "permuted_output_grad.bin", c->permuted_output_grad,
+                 golden_grad_bytes(c), err, err_len) != 0 ||
+        write_in(tmp, "sorted_indices.bin", c->sorted_indices, golden_indices_bytes(c), err,
+                 err_len) != 0 ||
+        write_in(tmp, "input_grad.bin", c->input_grad, golden_output_bytes(c), err,
+                 err_len) != 0 ||
+        write_in(tmp, "case.json", manifest, manifest_size, err, err_len) != 0) {
+        if (err[0] == '\0')
+            snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+        golden_remove_tree(tmp);
+        goto done;
+    }
+    if (exists) {
+        /* rename() replaces an empty directory, so park the old case under
+         * a fresh empty name, put the new one in place, then drop the old;
+         * if the second rename fails the old case goes back. */
+        sigprocmask(SIG_BLOCK, &all, &unblocked);
+        bool parked = mkdtemp(old) && rename(path, old) == 0;
+        int saved = errno;
+        if (parked)
+            old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, old, path);
+        else
+            rmdir(old);
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
+        if (!parked) {
+            snprintf(err, err_len, "cannot move the existing %s aside: %s", path,
+                     strerror(saved));
+            golden_remove_tree(tmp);
+            goto done;
+        }
+        if (rename(tmp, path) != 0) {
+            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
+            /* Another writer's case may hold the name now; then ours is
+             * dropped instead of left behind under the temporary name. */
+            if (rename(old, path) != 0)
+                golden_remove_tree(old);
+            golden_remove_tree(tmp);
+            goto done;
+        }
+        golden_temp_untrack(tmp_slot);
+        tmp_slot = -1;
+        golden_remove_tree(old);
+    } else if (rename(tmp, path) != 0) {
+        snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
+        golden_remove_tree(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    golden_temp_untrack(tmp_slot);
+    golden_temp_untrack(old_slot);
+    free(manifest);
+    free(old);
+    free(tmp);
+    free(parent);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Discovery                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef struct path_list {
+    char **items;
+    size_t count, capacity;
+} path_list;
+
+static int list_add(path_list *l, char *s)
+{
+    if (l->count == l->capacity) {
+        size_t cap = l->capacity ? 2 * l->capacity : 64;
+        char **grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        l->items = grown;
+        l->capacity = cap;
+    }
+    l->items[l->count++] = s;
+    return 0;
+}
+
+static int walk(const char *dir, path_list *out, char *err, size_t err_len)
+{
+    struct stat st;
+    char *manifest = golden_strdup_printf("%s/case.json", dir);
+    if (!manifest)
+        goto oom;
+    if (lstat(manifest, &st) == 0 && S_ISREG(st.st_mode)) {
+        free(manifest);
+        char *copy = dup_string(dir);
+        if (!copy || list_add(out, copy) != 0) {
+            free(copy);
+            goto oom;
+        }
+        return 0; /* a case directory holds no further cases */
+    }
+    free(manifest);
+
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, err_len, "cannot read directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        /* Dot-entries include the temporaries of an interrupted write. */
+        if (e->d_name[0] == '.')
+            continue;
+        char *child = golden_strdup_printf("%s/%s", dir, e->d_name);
+        if (!child) {
+            closedir(d);
+            goto oom;
+        }
+        if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+            rc = walk(child, out, err, err_len);
+        free(child);
+    }
+    closedir(d);
+    return rc;
+oom:
+    snprintf(err, err_len, "out of memory listing %s", dir);
+    return -1;
+}
+
+static int compare_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len)
+{
+    path_list list = {0};
+    struct stat st;
+    *dirs = NULL;
+    *count = 0;
+    if (stat(root, &st) != 0) {
+        snprintf(err, err_len, "%s: %s", root, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "%s is not a directory", root);
+        return -1;
+    }
+    /* Strip trailing slashes so paths print as "golden/x", not "golden//x". */
+    char *clean = dup_string(root);
+    if (!clean) {
+        snprintf(err, err_len, "out of memory listing %s", root);
+        return -1;
+    }
+    for (size_t n = strlen(clean); n > 1 && clean[n - 1] == '/'; n--)
+        clean[n - 1] = '\0';
+    int rc = walk(clean, &list, err, err_len);
+    free(clean);
+    if (rc != 0) {
+        golden_free_paths(list.items, list.count);
+        return -1;
+    }
+    qsort(list.items, list.count, sizeof *list.items, compare_paths);
+    *dirs = list.items;
+    *count = list.count;
+    return 0;
+}
+
+void golden_free_paths(char **paths, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(paths[i]);
+    free(paths);
+}

@@ -1,0 +1,444 @@
+/*
+ * fileio.c - whole-file transfers for golden data: 64-bit sizes, loops on
+ * short reads and writes, SHA-256 while reading, and outputs that appear
+ * atomically (temporary name + rename) so no failure leaves a torn file.
+ */
+#include "golden/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+
+/* One read() or write() moves at most this much: some kernels refuse or
+ * truncate single transfers near 2 GiB. */
+#define IO_CHUNK ((size_t)1 << 30)
+
+static void to_hex(const uint8_t digest[SHA256_DIGEST_SIZE], char hex[GOLDEN_SHA256_HEX])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++) {
+        hex[2 * i] = digits[digest[i] >> 4];
+        hex[2 * i + 1] = digits[digest[i] & 15];
+    }
+    hex[2 * SHA256_DIGEST_SIZE] = '\0';
+}
+
+void golden_sha256_hex(const void *data, size_t size, char hex[GOLDEN_SHA256_HEX])
+{
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    const uint8_t *p = data;
+
+    sha256_init(&ctx);
+    while (size > 0) {
+        size_t n = size < IO_CHUNK ? size : IO_CHUNK;
+        sha256_update(&ctx, n, p);
+        p += n;
+        size -= n;
+    }
+    sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+    to_hex(digest, hex);
+}
+
+int golden_read_file(const char *path, const char *what, uint64_t size, void **data,
+                     char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
+{
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    struct stat st;
+    uint8_t *buffer = NULL;
+    uint64_t done = 0;
+    int fd;
+
+    *data = NULL;
+    if (size > SIZE_MAX) {
+        snprintf(err, err_len, "%s: %s needs %llu bytes, more than this machine can address",
+                 path, what, (unsigned long long)size);
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, err_len, "%s: cannot open %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s: %s is not a regular file", what, path);
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size != size) {
+        snprintf(err, err_len, "%s: %s is %llu bytes, expected %llu", what, path,
+                 (unsigned long long)st.st_size, (unsigned long long)size);
+        close(fd);
+        return -1;
+    }
+    if (size > 0) {
+        buffer = malloc((size_t)size);
+        if (!buffer) {
+            snprintf(err, err_len, "%s: out of memory for %llu bytes of %s", what,
+                     (unsigned long long)size, path);
+            close(fd);
+            return -1;
+        }
+    }
+    sha256_init(&ctx);
+    while (done < size) {
+        uint64_t left = size - done;
+        size_t want = left < IO_CHUNK ? (size_t)left : IO_CHUNK;
+        ssize_t got = read(fd, buffer + done, want);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            snprintf(err, err_len, "%s: reading %s failed after %llu of %llu bytes: %s", what,
+                     path, (unsigned long long)done, (unsigned long long)size,
+                     got < 0 ? strerror(errno) : "unexpected end of file");
+            free(buffer);
+            close(fd);
+            return -1;
+        }
+        sha256_update(&ctx, (size_t)got, buffer + done);
+        done += (uint64_t)got;
+    }
+    close(fd);
+    sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+    to_hex(digest, hex);
+    *data = buffer;
+    return 0;
+}
+
+int golden_read_text(const char *path, size_t max_size, char **text, char *err, size_t err_len)
+{
+    struct stat st;
+    char *buffer;
+    size_t done = 0;
+    int fd;
+
+    *text = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s is not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size > max_size) {
+        snprintf(err, err_len, "%s is %llu bytes, more than the %zu a manifest may have", path,
+                 (unsigned long long)st.st_size, max_size);
+        close(fd);
+        return -1;
+    }
+    buffer = malloc((size_t)st.st_size + 1);
+    if (!buffer) {
+        snprintf(err, err_len, "out of memory reading %s", path);
+        close(fd);
+        return -1;
+    }
+    while (done < (size_t)st.st_size) {
+        ssize_t got = read(fd, buffer + done, (size_t)st.st_size - done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            snprintf(err, err_len, "reading %s failed: %s", path,
+                     got < 0 ? strerror(errno) : "unexpected end of file");
+            free(buffer);
+            close(fd);
+            return -1;
+        }
+        done += (size_t)got;
+    }
+    close(fd);
+    buffer[done] = '\0';
+    *text = buffer;
+    return 0;
+}
+
+int golden_write_all(int fd, const void *data, size_t size)
+{
+    const uint8_t *p = data;
+    while (size > 0) {
+        size_t want = size < IO_CHUNK ? size : IO_CHUNK;
+        ssize_t put = write(fd, p, want);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0) {
+            if (put == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += put;
+        size -= (size_t)put;
+    }
+    return 0;
+}
+
+/* The directory part of path ("." when there is none), malloc'd. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return golden_strdup_printf(".");
+    if (slash == path)
+        return golden_strdup_printf("/");
+    return golden_strdup_printf("%.*s", (int)(slash - path), path);
+}
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Temporaries removed on SIGINT, SIGTERM, SIGHUP (see fileio.h)          */
+/* ---------------------------------------------------------------------- */
+
+/* A case directory being written plus the old one parked, or one output
+ * file: two slots are in use at most; four leave room. */
+#define TEMP_SLOTS 4
+#define TEMP_PATH_MAX 4096
+
+typedef struct temp_slot {
+    volatile sig_atomic_t kind; /* 0 = free; written last, after the paths */
+    char path[TEMP_PATH_MAX];
+    char target[TEMP_PATH_MAX];
+} temp_slot;
+
+static temp_slot temp_slots[TEMP_SLOTS];
+
+/* The handler may only use async-signal-safe calls: no snprintf, no
+ * malloc, so paths are joined by hand into a stack buffer. */
+static void join_path(char *out, const char *dir, const char *file)
+{
+    size_t n = 0;
+    for (const char *p = dir; *p && n < TEMP_PATH_MAX - 1; p++)
+        out[n++] = *p;
+    if (n < TEMP_PATH_MAX - 1)
+        out[n++] = '/';
+    for (const char *p = file; *p && n < TEMP_PATH_MAX - 1; p++)
+        out[n++] = *p;
+    out[n] = '\0';
+}
+
+static void remove_case_dir(const char *dir)
+{
+    static const char *const files[] = {"permuted_output_grad.bin", "sorted_indices.bin",
+                                        "input_grad.bin", "case.json"};
+    char path[TEMP_PATH_MAX];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        join_path(path, dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static void on_fatal_signal(int sig)
+{
+    static const char message[] =
+        "moeperm: interrupted; the unfinished output was removed, earlier outputs are kept\n";
+    int saved = errno;
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        temp_slot *s = &temp_slots[i];
+        if (s->kind == GOLDEN_TEMP_FILE)
+            unlink(s->path);
+        else if (s->kind == GOLDEN_TEMP_CASE_DIR)
+            remove_case_dir(s->path);
+    }
+    /* Parked cases last: the new case directory is gone by now unless it
+     * was already renamed into place, and then the old one is dropped. */
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        temp_slot *s = &temp_slots[i];
+        if (s->kind == GOLDEN_TEMP_PARKED && rename(s->path, s->target) != 0)
+            remove_case_dir(s->path);
+        s->kind = 0;
+    }
+    ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    errno = saved;
+    raise(sig);
+}
+
+static void install_cleanup(void)
+{
+    static bool installed;
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    if (installed)
+        return;
+    installed = true;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction old, sa;
+        /* Leave alone a signal the caller handles or ignores (a background
+         * job's SIGINT, nohup's SIGHUP). */
+        if (sigaction(signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigfillset(&sa.sa_mask); /* one cleanup at a time */
+        sigaction(signals[i], &sa, NULL);
+    }
+    struct sigaction old;
+    if (sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGXFSZ, SIG_IGN);
+}
+
+int golden_temp_track(int kind, const char *path, const char *target)
+{
+    install_cleanup();
+    if (strlen(path) >= TEMP_PATH_MAX || (target && strlen(target) >= TEMP_PATH_MAX))
+        return -1;
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        temp_slot *s = &temp_slots[i];
+        if (s->kind != 0)
+            continue;
+        strcpy(s->path, path);
+        strcpy(s->target, target ? target : "");
+        /* The handler must never see the kind before the paths. */
+        atomic_signal_fence(memory_order_seq_cst);
+        s->kind = kind;
+        return i;
+    }
+    return -1;
+}
+
+void golden_temp_untrack(int slot)
+{
+    if (slot >= 0 && slot < TEMP_SLOTS)
+        temp_slots[slot].kind = 0;
+}
+
+int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
+                             size_t err_len)
+{
+    char *dir = dir_of(path);
+    char *tmp = dir ? golden_strdup_printf("%s/.%s.tmp.XXXXXX", dir, base_of(path)) : NULL;
+    int fd;
+
+    free(dir);
+    if (!tmp) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        return -1;
+    }
+    /* Signals held between mkstemp() and tracking: a temporary exists
+     * only once it is tracked. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &saved);
+    fd = mkstemp(tmp);
+    int slot = fd >= 0 ? golden_temp_track(GOLDEN_TEMP_FILE, tmp, NULL) : -1;
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot create a temporary file beside %s: %s", path,
+                 strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    /* mkstemp makes 0600; outputs are ordinary files, readable as any other. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || golden_write_all(fd, data, size) != 0 ||
+        fsync(fd) != 0) {
+        snprintf(err, err_len, "writing %s failed: %s", path, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        golden_temp_untrack(slot);
+        free(tmp);
+        return -1;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
+        unlink(tmp);
+        golden_temp_untrack(slot);
+        free(tmp);
+        return -1;
+    }
+    golden_temp_untrack(slot);
+    free(tmp);
+    return 0;
+}
+
+int golden_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *child = golden_strdup_printf("%s/%s", path, e->d_name);
+        if (!child || golden_remove_tree(child) != 0)
+            rc = -1;
+        free(child);
+    }
+    closedir(d);
+    if (rmdir(path) != 0)
+        rc = -1;
+    return rc;
+}
+
+int golden_mkdirs(const char *dir, char *err, size_t err_len)
+{
+    char *copy = golden_strdup_printf("%s", dir);
+    if (!copy) {
+        snprintf(err, err_len, "out of memory creating %s", dir);
+        return -1;
+    }
+    for (char *p = copy + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, err_len, "cannot create directory %s: %s", copy, strerror(errno));
+            free(copy);
+            return -1;
+        }
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "%s exists and is not a directory", dir);
+        free(copy);
+        return -1;
+    }
+    free(copy);
+    return 0;
+}
+
+char *golden_strdup_printf(const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(NULL, 0, format, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, format);
+    vsnprintf(s, (size_t)n + 1, format, ap);
+    va_end(ap);
+    return s;
+}

@@ -1,0 +1,92 @@
+/*
+ * fileio.h - whole-file reads and writes that never leave a partial output.
+ *
+ * Golden tensors can exceed 4 GiB and read()/write() may move fewer bytes
+ * than asked, so every transfer loops with 64-bit sizes.  Outputs go to a
+ * temporary name in the destination directory and are renamed into place
+ * only when complete: a reader, or a later run, sees either the old file or
+ * the whole new one, never a torn one.
+ */
+#ifndef MOEPERM_GOLDEN_FILEIO_H
+#define MOEPERM_GOLDEN_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length in bytes of a SHA-256 digest as lower-case hex, plus the NUL. */
+#define GOLDEN_SHA256_HEX 65
+
+/* Lower-case hex SHA-256 of size bytes at data into hex. */
+void golden_sha256_hex(const void *data, size_t size, char hex[GOLDEN_SHA256_HEX]);
+
+/*
+ * golden_read_file() reads exactly `size` bytes of the file at path into
+ * *data (malloc'd; NULL when size is 0), hashing them as it goes into hex.
+ * The file must be a regular file of exactly that size.  Returns 0, or -1
+ * with a sentence in err (prefixed by what, e.g. "tensors.input_grad").
+ */
+int golden_read_file(const char *path, const char *what, uint64_t size, void **data,
+                     char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len);
+
+/* Reads a small text file (at most max_size bytes) into a NUL-terminated
+ * malloc'd string.  Returns 0 or -1 with a sentence in err. */
+int golden_read_text(const char *path, size_t max_size, char **text, char *err, size_t err_len);
+
+/* Writes all of size bytes to fd, looping on short writes and EINTR.
+ * Returns 0 or -1 with errno set. */
+int golden_write_all(int fd, const void *data, size_t size);
+
+/*
+ * golden_write_file_atomic() writes size bytes to path through a temporary
+ * file in the same directory and rename(): on failure the temporary is
+ * removed and any earlier file at path is untouched.  Returns 0 or -1 with a
+ * sentence in err.
+ */
+int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
+                             size_t err_len);
+
+/*
+ * Cleanup of temporaries when a signal ends the process (issue 6).
+ *
+ * An output appears only by rename(), so a process killed mid-write never
+ * leaves a torn output; what it can leave is its temporary, or (for a case
+ * directory replaced with --force) the old case parked under a temporary
+ * name.  golden_temp_track() registers such a path; on the first call it
+ * installs, where the disposition is still the default, a handler for
+ * SIGINT, SIGTERM and SIGHUP that removes every tracked temporary, moves a
+ * parked case back where it was (unless a new one already took its
+ * place), prints one line on stderr and re-raises the signal, so the
+ * process still ends by it (shell status 128+N).  It also ignores SIGXFSZ,
+ * so that a write past RLIMIT_FSIZE fails with EFBIG and the ordinary error
+ * path reports it and cleans up, instead of the process dying silently.
+ *
+ * kind: GOLDEN_TEMP_FILE (unlinked), GOLDEN_TEMP_CASE_DIR (a case
+ * directory: its four files unlinked, then removed) or GOLDEN_TEMP_PARKED
+ * (a case directory renamed back to target, or removed like a
+ * GOLDEN_TEMP_CASE_DIR when target exists again).  Returns a slot for
+ * golden_temp_untrack(), or -1 when the path is too long or all slots are
+ * taken (the write still works; only the cleanup on a signal is lost).
+ * Not thread safe: the tool writes outputs from one thread.
+ */
+enum { GOLDEN_TEMP_FILE = 1, GOLDEN_TEMP_CASE_DIR = 2, GOLDEN_TEMP_PARKED = 3 };
+int golden_temp_track(int kind, const char *path, const char *target);
+/* Forgets a slot (after a rename or removal made it moot); -1 is a no-op. */
+void golden_temp_untrack(int slot);
+
+/* Removes path and, if it is a directory, everything below it (no links
+ * followed).  Returns 0 or -1 with errno set. */
+int golden_remove_tree(const char *path);
+
+/* Creates dir and its missing parents (mode 0777 less umask).  Returns 0 or
+ * -1 with a sentence in err. */
+int golden_mkdirs(const char *dir, char *err, size_t err_len);
+
+/* snprintf into a malloc'd string; NULL when memory runs out. */
+char *golden_strdup_printf(const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#endif

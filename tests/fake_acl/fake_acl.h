@@ -1,0 +1,74 @@
+/*
+ * fake_acl.h - what the two halves of the fake Ascend runtime share: the
+ * runtime half (fake_runtime.c: aclInit, aclrt*, tensors, accounting) and
+ * the operator half (fake_operator.c: the aclnn calls).
+ *
+ * They are two files because the real stack is several libraries and the
+ * backend must find each symbol in whichever library has it: the tests
+ * load the halves as one library, as two, or one without the other.
+ *
+ * Also the tests' window into the fake: fake_acl_stats() is what a cmocka
+ * test reads, through dlsym, to see that every resource came back.
+ */
+#ifndef MOEPERM_FAKE_ACL_H
+#define MOEPERM_FAKE_ACL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu/acl.h"
+
+/* The fake's view of a tensor: the arguments of aclCreateTensor, copied. */
+#define FAKE_TENSOR_MAGIC 0x7e45017eu
+#define FAKE_MAX_DIMS 8
+struct aclTensor {
+    uint32_t magic; /* FAKE_TENSOR_MAGIC while alive, so a stale one is seen */
+    aclDataType dtype;
+    uint64_t ndim;
+    int64_t dims[FAKE_MAX_DIMS];
+    int64_t strides[FAKE_MAX_DIMS];
+    int64_t offset;
+    aclFormat format;
+    uint64_t storage_ndim;
+    int64_t storage_dims[FAKE_MAX_DIMS];
+    void *data; /* a device address */
+};
+
+/* Counters, all since the library was loaded. */
+typedef struct fake_acl_stats {
+    long inits, finalizes;
+    long devices_set, devices_reset;
+    long stream_calls; /* every aclrtCreateStream call */
+    long streams_created, streams_destroyed;
+    long malloc_calls; /* every aclrtMalloc call, refused or not */
+    long mallocs, frees, refused_mallocs;
+    long long live_bytes, peak_bytes;
+    long tensor_calls; /* every aclCreateTensor call */
+    long tensors_created, tensors_destroyed;
+    long plans; /* GetWorkspaceSize calls */
+    long executors_created, executors_run;
+    long memcpys; /* every aclrtMemcpy call */
+    long syncs, operator_runs;
+    long misuses; /* calls the real runtime would reject or crash on */
+    char first_misuse[256];
+} fake_acl_stats;
+
+/* Exported by the runtime half.  The operator half counts its own events
+ * into the same record. */
+fake_acl_stats *fake_acl_stats_get(void);
+/* The host address behind a device address, if [dev, dev+bytes) lies in
+ * one live allocation; NULL (and a misuse recorded) otherwise. */
+void *fake_acl_host(const void *dev, size_t bytes, const char *what);
+/* Records an API misuse: counted and kept for the report. */
+void fake_acl_misuse(const char *fmt, ...);
+/* Sets what aclGetRecentErrMsg() returns next. */
+void fake_acl_set_error(const char *fmt, ...);
+/* Queues work on a stream; it runs at aclrtSynchronizeStream, as on a
+ * device, so a copy that does not wait for the stream reads stale data. */
+int fake_acl_enqueue(aclrtStream stream, void (*fn)(void *), void *arg);
+
+/* An environment variable as a number, or fallback when unset. */
+long fake_acl_env_long(const char *name, long fallback);
+
+#endif

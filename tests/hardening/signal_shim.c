@@ -1,0 +1,33 @@
+/*
+ * signal_shim.c - an LD_PRELOAD library that sends the process a signal at
+ * the worst moment of an atomic write: just before its Nth rename(), when
+ * the temporary output is complete and not yet in place.
+ *
+ *   SHIM_SIGNAL_AT_RENAME=N   which rename() call (1 = the first)
+ *   SHIM_SIGNAL=NAME          INT (default), TERM or HUP
+ *
+ * Timing a kill from outside can only hope to land in that window; this
+ * lands in it every time, so the fault tests are deterministic.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rename(const char *from, const char *to)
+{
+    static int calls;
+    int (*real)(const char *, const char *) =
+        (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    const char *at = getenv("SHIM_SIGNAL_AT_RENAME");
+    if (at && ++calls == atoi(at)) {
+        const char *name = getenv("SHIM_SIGNAL");
+        int sig = !name || strcmp(name, "INT") == 0 ? SIGINT
+                  : strcmp(name, "TERM") == 0       ? SIGTERM
+                                                    : SIGHUP;
+        raise(sig);
+    }
+    return real(from, to);
+}

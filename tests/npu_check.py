@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""npu_check.py - `moeperm check --backend npu` end to end against the fake
+Ascend runtime (tests/fake_acl), one scenario per meson test.
+
+Why a driver script rather than cmocka: these scenarios are about the whole
+program (its exit code, what it prints, what it leaves behind in the
+runtime) over the committed golden corpus, and each needs a fresh process
+with its own environment.  After every run the fake's report (written when
+the runtime library is unloaded) must balance exactly: every init
+finalized, every device reset, every stream, allocation and tensor given
+back, no byte left live, no misuse of the API.
+
+Usage: npu_check.py SCENARIO --moeperm EXE --corpus DIR [--corpus DIR ...]
+The first --corpus directory holding a case.json is used.  The fake's
+libraries come from FAKE_ACL_FULL, FAKE_ACL_RT, FAKE_ACL_OP,
+FAKE_ACL_NOSYNC and FAKE_ASCEND_HOME, which meson sets.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# LD_LIBRARY_PATH goes too: meson points it at the fake's directories,
+# which would let the default search find the fake where a test says there
+# is no runtime.
+FAULT_VARS = ("LD_LIBRARY_PATH", "MOEPERM_ASCEND_LIBS", "MOEPERM_NPU_DEVICE",
+              "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "FAKE_ACL_REPORT",
+              "FAKE_ACL_FAIL_MALLOC", "FAKE_ACL_FAIL_MEMCPY", "FAKE_ACL_FAIL_TENSOR",
+              "FAKE_ACL_FAIL_STREAM", "FAKE_ACL_FAIL_SYNC", "FAKE_ACL_FAIL_PLAN",
+              "FAKE_ACL_FAIL_RUN", "FAKE_ACL_FLIP", "FAKE_ACL_FLIP_RUN", "FAKE_ACL_WORKSPACE",
+              "FAKE_ACL_DEVICES")
+
+
+class Failed(Exception):
+    pass
+
+
+def expect(cond, what, run=None):
+    if not cond:
+        detail = ""
+        if run is not None:
+            detail = "\n--- command: %s\n--- exit %d\n--- output:\n%s" % (
+                " ".join(run.args), run.returncode, run.output[-4000:])
+        raise Failed(what + detail)
+
+
+class Run:
+    def __init__(self, args, returncode, output, report):
+        self.args, self.returncode, self.output, self.report = args, returncode, output, report
+
+
+def find_cases(root):
+    cases = []
+    for dirpath, _, files in os.walk(root):
+        if "case.json" in files:
+            cases.append(dirpath)
+    return sorted(cases)
+
+
+def case_size(case):
+    return sum(os.path.getsize(os.path.join(case, f)) for f in os.listdir(case))
+
+
+class Scenarios:
+    def __init__(self, opts):
+        self.moeperm = opts.moeperm
+        self.tmp = tempfile.mkdtemp(prefix="npu_check.")
+        self.runs = 0
+        self.corpus = next((c for c in opts.corpus if find_cases(c)), None)
+        if self.corpus is None:
+            self.corpus = self.generate_corpus()
+        self.cases = find_cases(self.corpus)
+        # Fault loops run many processes: two small cases are enough to see
+        # a failure in the first case and one after a case that succeeded.
+        self.small = sorted(self.cases, key=case_size)[:2]
+
+    def generate_corpus(self):
+        """Without a committed corpus, a few small cases from the CLI."""
+        root = os.path.join(self.tmp, "corpus")
+        for dtype, rows in (("bf16", 7), ("float16", 8), ("float32", 5)):
+            args = [self.moeperm, "golden", "--out", os.path.join(root, dtype), "--tokens", "4",
+                    "--topk", "2", "--hidden", "5", "--dtype", dtype, "--rows", str(rows)]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+        return root
+
+    def lib(self, name):
+        return os.environ[name]
+
+    def check(self, dirs, env=None, extra=(), wrapper=()):
+        """Runs `moeperm check DIRS --backend npu` with the full fake unless
+        env says otherwise, and reads the fake's report."""
+        self.runs += 1
+        report = os.path.join(self.tmp, "report.%d" % self.runs)
+        e = {k: v for k, v in os.environ.items() if k not in FAULT_VARS}
+        e["MOEPERM_ASCEND_LIBS"] = self.lib("FAKE_ACL_FULL")
+        e["FAKE_ACL_REPORT"] = report
+        for k, v in (env or {}).items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        args = list(wrapper) + [self.moeperm, "check"] + list(dirs) + ["--backend", "npu"] + list(extra)
+        p = subprocess.run(args, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=600)
+        totals = {}
+        if os.path.exists(report):
+            with open(report) as f:
+                for line in f:
+                    key, _, value = line.strip().partition(" ")
+                    if key == "first_misuse":
+                        totals.setdefault("first_misuse", value)
+                    elif key:
+                        totals[key] = totals.get(key, 0) + int(value)
+        return Run(args, p.returncode, p.stdout.decode(errors="replace"), totals)
+
+    def balanced(self, run, loaded=True, unrun_executors=0):
+        """Everything the backend took from the runtime came back."""
+        r = run.report
+        if not loaded:
+            expect(not r, "nothing should have been loaded, yet the fake reported %s" % r, run)
+            return
+        expect(r.get("loads", 0) >= 1, "the fake was never loaded (no report)", run)
+        expect(r.get("misuses", 0) == 0, "runtime misuse: %s" % r.get("first_misuse"), run)
+        for a, b in (("inits", "finalizes"), ("devices_set", "devices_reset"),
+                     ("streams_created", "streams_destroyed"), ("mallocs", "frees"),
+                     ("tensors_created", "tensors_destroyed")):
+            expect(r[a] == r[b], "%s %d != %s %d" % (a, r[a], b, r[b]), run)
+        expect(r["live_bytes"] == 0 and r["live_allocations"] == 0,
+               "%d bytes in %d allocations left live" % (r["live_bytes"], r["live_allocations"]),
+               run)
+        # aclnn frees a plan only by running it; a refused workspace
+        # allocation strands one, by the vendor's design.
+        expect(r["executors_created"] - r["executors_run"] == unrun_executors,
+               "%d plans made, %d run" % (r["executors_created"], r["executors_run"]), run)
+
+    # -- scenarios -------------------------------------------------------
+
+    def test_all_cases_pass(self):
+        run = self.check([self.corpus])
+        expect(run.returncode == 0, "the corpus does not pass on the fake", run)
+        self.balanced(run)
+        expect(run.report["operator_runs"] == len(self.cases),
+               "%d cases but %d operator runs" % (len(self.cases), run.report["operator_runs"]),
+               run)
+
+    def test_split_runtime_and_operator_libraries_pass(self):
+        libs = self.lib("FAKE_ACL_RT") + ":" + self.lib("FAKE_ACL_OP")
+        run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": libs})
+        expect(run.returncode == 0, "runtime and operator in two libraries fail", run)
+        self.balanced(run)
+
+    def test_default_search_finds_ascend_home_path(self):
+        run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": None,
+                                      "ASCEND_HOME_PATH": self.lib("FAKE_ASCEND_HOME")})
+        expect(run.returncode == 0, "$ASCEND_HOME_PATH/lib64/libascendcl.so not used", run)
+        self.balanced(run)
+
+    def test_flipped_bit_is_a_mismatch_naming_token_and_column(self):
+        # A case with at least two tokens, so the token is not trivially 0.
+        case = next((c for c in sorted(self.cases, key=case_size)
+                     if self.manifest(c)["tokens_num"] >= 2 and
+                     self.manifest(c)["hidden_size"] >= 3), None)
+        expect(case is not None, "no case with 2 tokens and 3 columns in the corpus")
+        m = self.manifest(case)
+        token, column = 1, min(2, m["hidden_size"] - 1)
+        element = token * m["hidden_size"] + column
+        # The top exponent bit: changes every value, NaN or not, so even a
+        # NaN-tolerant comparison must see it.
+        bit = 30 if m["dtype"] == "float32" else 14
+        run = self.check([case], {"FAKE_ACL_FLIP": "%d:%d" % (element, bit)})
+        expect(run.returncode == 1, "a flipped bit is not a mismatch (exit 1)", run)
+        self.balanced(run)
+        expect(re.search(r"\b1 of \d+ elements differ", run.output) is not None,
+               "the report does not say exactly one element differs", run)
+        m = re.search(r"token %d, column %d: expected 0x([0-9a-f]+) .*actual 0x([0-9a-f]+)"
+                      % (token, column), run.output)
+        expect(m is not None, "the report does not name token %d, column %d" % (token, column),
+               run)
+        expect(int(m.group(1), 16) ^ int(m.group(2), 16) == 1 << bit,
+               "expected and actual bits differ in more than bit %d" % bit, run)
+
+    def each_call_fails_cleanly(self, var, counter, call, code, unrun=lambda n: 0):
+        """Fails each call of one kind in turn, over two cases: the fake
+        counts the calls in its report under counter and fails the one
+        var names.  Each must be exit 3 with the call named, and balance."""
+        clean = self.check(self.small)
+        expect(clean.returncode == 0, "the small cases do not pass", clean)
+        calls = clean.report[counter]
+        expect(calls >= 3 * len(self.small), "only %d calls counted as %s" % (calls, counter),
+               clean)
+        for n in range(1, calls + 1):
+            run = self.check(self.small, {var: str(n)})
+            expect(run.returncode == 3, "%s=%d: not exit 3" % (var, n), run)
+            expect(call in run.output and code in run.output and var in run.output,
+                   "%s=%d: the message lacks %s, %s or the runtime's own text"
+                   % (var, n, call, code), run)
+            self.balanced(run, unrun_executors=unrun(n))
+
+    def test_each_refused_allocation_is_a_failure_that_leaks_nothing(self):
+        # The workspace is the last allocation of a case (4th, 8th, ...),
+        # and a refusal there strands the plan.
+        self.each_call_fails_cleanly("FAKE_ACL_FAIL_MALLOC", "malloc_calls", "aclrtMalloc",
+                                     "207001", unrun=lambda n: 1 if n % 4 == 0 else 0)
+
+    def test_each_failed_copy_is_a_failure_that_leaks_nothing(self):
+        self.each_call_fails_cleanly("FAKE_ACL_FAIL_MEMCPY", "memcpys", "aclrtMemcpy", "507033")
+
+    def test_each_refused_tensor_is_a_failure_that_leaks_nothing(self):
+        self.each_call_fails_cleanly("FAKE_ACL_FAIL_TENSOR", "tensor_calls", "aclCreateTensor",
+                                     "returned NULL")
+
+    def test_operator_refusal_is_a_failure_with_its_code(self):
+        run = self.check(self.small, {"FAKE_ACL_FAIL_PLAN": "1"})
+        expect(run.returncode == 3, "operator refusal: not exit 3", run)
+        expect("161002" in run.output and "aclnnMoeTokenPermuteGradGetWorkspaceSize" in run.output,
+               "the message lacks the call or 161002", run)
+        expect("injected refusal" in run.output, "aclGetRecentErrMsg() text not shown", run)
+        self.balanced(run)
+
+    def test_operator_run_failure_is_a_failure_with_its_code(self):
+        run = self.check(self.small, {"FAKE_ACL_FAIL_RUN": "2"})
+        expect(run.returncode == 3, "operator run failure: not exit 3", run)
+        expect("361001" in run.output and "aclnnMoeTokenPermuteGrad " in run.output,
+               "the message lacks the call or 361001", run)
+        self.balanced(run)
+
+    def test_stream_failure_is_a_failure(self):
+        run = self.check(self.small, {"FAKE_ACL_FAIL_SYNC": "1"})
+        expect(run.returncode == 3, "stream failure: not exit 3", run)
+        expect("aclrtSynchronizeStream" in run.output and "507000" in run.output,
+               "the message does not name aclrtSynchronizeStream and its code", run)
+        self.balanced(run)
+
+    def test_missing_runtime_is_named(self):
+        run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": "/nonexistent/libascendcl.so"})
+        expect(run.returncode == 3, "missing listed library: not exit 3", run)
+        expect("no Ascend runtime found" in run.output and "/nonexistent/libascendcl.so" in
+               run.output, "the message does not say what was looked for", run)
+        self.balanced(run, loaded=False)
+        if self.runtime_on_loader_path():
+            print("note: libascendcl.so is on this host's loader path; the default search "
+                  "cannot fail here, so that half is skipped")
+            return
+        run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": None,
+                                      "ASCEND_HOME_PATH": "/nonexistent/ascend"})
+        expect(run.returncode == 3, "no runtime anywhere: not exit 3", run)
+        expect("no Ascend runtime found" in run.output and "/nonexistent/ascend/lib64" in
+               run.output, "the message does not list where it looked", run)
+        self.balanced(run, loaded=False)
+
+    def test_missing_symbol_is_named(self):
+        for var, symbol in (("FAKE_ACL_NOSYNC", "aclrtSynchronizeStream"),
+                            ("FAKE_ACL_RT", "aclnnMoeTokenPermuteGradGetWorkspaceSize")):
+            run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": self.lib(var)})
+            expect(run.returncode == 3, "no %s: not exit 3" % symbol, run)
+            expect(symbol in run.output, "the message does not name %s" % symbol, run)
+            expect(run.report.get("inits", 0) == 0, "the runtime was used regardless", run)
+
+    def test_device_is_chosen_by_flag_or_environment(self):
+        run = self.check(self.small, {"FAKE_ACL_DEVICES": "2"}, ["--device", "1"])
+        expect(run.returncode == 0, "--device 1 of 2 fails", run)
+        self.balanced(run)
+        run = self.check(self.small, {}, ["--device", "5"])
+        expect(run.returncode == 3 and "aclrtSetDevice(5)" in run.output,
+               "--device 5 of 1 is not a failure naming aclrtSetDevice(5)", run)
+        self.balanced(run)
+        run = self.check(self.small, {"MOEPERM_NPU_DEVICE": "7"})
+        expect(run.returncode == 3 and "aclrtSetDevice(7)" in run.output,
+               "MOEPERM_NPU_DEVICE=7 is not used", run)
+        self.balanced(run)
+
+    def test_host_memory_is_freed_under_valgrind(self):
+        """The fake accounts for device resources; valgrind for the host
+        memory the backend allocates around them, on each failure path."""
+        valgrind = shutil.which("valgrind")
+        if valgrind is None:
+            print("SKIP: valgrind is not installed")
+            sys.exit(77)
+        wrapper = [valgrind, "-q", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                   "--error-exitcode=99"]
+        for env, code in (({}, 0), ({"FAKE_ACL_FAIL_MALLOC": "4"}, 3),
+                          ({"FAKE_ACL_FAIL_TENSOR": "2"}, 3), ({"FAKE_ACL_FAIL_PLAN": "1"}, 3),
+                          ({"FAKE_ACL_FAIL_RUN": "1"}, 3), ({"FAKE_ACL_FAIL_SYNC": "1"}, 3),
+                          ({"MOEPERM_ASCEND_LIBS": self.lib("FAKE_ACL_NOSYNC")}, 3)):
+            run = self.check(self.small, env, wrapper=wrapper)
+            expect(run.returncode == code, "under valgrind with %s: exit %d, not %d"
+                   % (env, run.returncode, code), run)
+
+    def runtime_on_loader_path(self):
+        """Whether a real runtime is installed where the loader looks."""
+        e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        code = "import ctypes,sys\ntry: ctypes.CDLL('libascendcl.so')\nexcept OSError: sys.exit(1)"
+        return subprocess.run([sys.executable, "-c", code], env=e).returncode == 0
+
+    def manifest(self, case):
+        with open(os.path.join(case, "case.json")) as f:
+            return json.load(f)
+
+
+def main():
+    names = sorted(n[5:] for n in dir(Scenarios) if n.startswith("test_"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scenario", choices=names + ["all"])
+    ap.add_argument("--moeperm", required=True)
+    ap.add_argument("--corpus", action="append", required=True)
+    opts = ap.parse_args()
+    try:
+        s = Scenarios(opts)
+        for name in names if opts.scenario == "all" else [opts.scenario]:
+            getattr(s, "test_" + name)()
+            print("ok %s (%d runs of moeperm, corpus %s)" % (name, s.runs, s.corpus))
+    except Failed as e:
+        print("FAIL: %s" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

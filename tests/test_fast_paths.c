@@ -1,0 +1,386 @@
+/*
+ * The fast paths against the portable path, bit for bit (spec §2 fixes the
+ * bits, and the portable loop of permute_grad.c is the reference), on every
+ * instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
+ * vector conversions over every 16-bit input and over edge and random
+ * binary32 inputs (tests/test_fast_conversions_exhaustive.c does all 2^32),
+ * and the x86 operator on seeded random cases with special values, tails
+ * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), top_k 1
+ * and 512, row strides and offsets, strided columns (which fall back to
+ * the portable path), column-split tasks, streamed output and any thread
+ * count.
+ *
+ * Case n is seeded with n, so a failing case can be rerun alone
+ * (MOEPERM_TEST_CASE=n).  On a CPU without the fast path the tests skip.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fp.h"
+#include "internal.h"
+#include "kernel.h"
+#include "naive.h"
+
+static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
+
+static bool have_fast_path(void)
+{
+#ifdef MOEPERM_HAVE_X86_PATH
+    return moeperm_x86_available();
+#else
+    return false;
+#endif
+}
+
+#ifdef MOEPERM_HAVE_X86_PATH
+
+/* The vector conversions of each instruction set this CPU has. */
+typedef struct conversions {
+    const char *name;
+    bool (*available)(void);
+    void (*bf16_to_float)(const uint16_t *, float *, size_t);
+    void (*fp16_to_float)(const uint16_t *, float *, size_t);
+    void (*float_to_bf16)(const float *, uint16_t *, size_t);
+    void (*float_to_fp16)(const float *, uint16_t *, size_t);
+} conversions;
+
+static const conversions sets[2] = {
+    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float, moeperm_x86_fp16_to_float,
+     moeperm_x86_float_to_bf16, moeperm_x86_float_to_fp16},
+    {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
+     moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
+     moeperm_x86_float_to_fp16_avx512},
+};
+
+static void test_every_bf16_and_fp16_widening_matches_fp_h(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    uint16_t *src = malloc(65536 * sizeof *src);
+    float *bf = malloc(65536 * sizeof *bf), *fp = malloc(65536 * sizeof *fp);
+    assert_non_null(src);
+    assert_non_null(bf);
+    assert_non_null(fp);
+    for (uint32_t i = 0; i < 65536; i++)
+        src[i] = (uint16_t)i;
+    for (int set = 0; set < 2; set++) {
+        if (!sets[set].available())
+            continue;
+        sets[set].bf16_to_float(src, bf, 65536);
+        sets[set].fp16_to_float(src, fp, 65536);
+        for (uint32_t i = 0; i < 65536; i++) {
+            if (fp_bits(bf[i]) != fp_bits(fp_bf16_to_float((uint16_t)i)))
+                fail_msg("%s bf16 0x%04x: vector 0x%08x, fp.h 0x%08x", sets[set].name, i,
+                         fp_bits(bf[i]), fp_bits(fp_bf16_to_float((uint16_t)i)));
+            if (fp_bits(fp[i]) != fp_bits(fp_fp16_to_float((uint16_t)i)))
+                fail_msg("%s fp16 0x%04x: vector 0x%08x, fp.h 0x%08x", sets[set].name, i,
+                         fp_bits(fp[i]), fp_bits(fp_fp16_to_float((uint16_t)i)));
+        }
+    }
+    free(src);
+    free(bf);
+    free(fp);
+}
+
+/* Every boundary of both narrowings (and its neighbours), then random
+ * patterns; the slow suite runs all 2^32. */
+static void test_narrowing_edges_and_random_patterns_match_fp_h(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    enum { N = 1 << 20 };
+    static const uint32_t edges[] = {
+        0x00000000, 0x00000001, 0x007fffff, 0x00800000, 0x33000000, 0x33000001, 0x337fffff,
+        0x33800000, 0x33c00000, 0x387fc000, 0x387fe000, 0x38800000, 0x3f800000, 0x3f808000,
+        0x3f818000, 0x477fe000, 0x477fefff, 0x477ff000, 0x47800000, 0x7f7f7fff, 0x7f7f8000,
+        0x7f7fffff, 0x7f800000, 0x7f800001, 0x7fbfffff, 0x7fc00000, 0x7fffffff, 0x3effe000,
+    };
+    float *src = malloc(N * sizeof *src);
+    uint16_t *bf = malloc(N * sizeof *bf), *fp = malloc(N * sizeof *fp);
+    assert_non_null(src);
+    assert_non_null(bf);
+    assert_non_null(fp);
+    uint64_t rng = 1;
+    size_t n = 0;
+    for (size_t e = 0; e < sizeof edges / sizeof *edges; e++)
+        for (int32_t d = -2; d <= 2; d++)
+            for (uint32_t sign = 0; sign < 2; sign++)
+                src[n++] = fp_from_bits(((edges[e] + (uint32_t)d) & 0x7fffffffu) | sign << 31);
+    while (n < N)
+        src[n++] = fp_from_bits((uint32_t)naive_rand(&rng));
+    for (int set = 0; set < 2; set++) {
+        if (!sets[set].available())
+            continue;
+        sets[set].float_to_bf16(src, bf, N);
+        sets[set].float_to_fp16(src, fp, N);
+        for (size_t i = 0; i < N; i++) {
+            if (bf[i] != fp_float_to_bf16(src[i]))
+                fail_msg("%s float 0x%08x -> bf16: vector 0x%04x, fp.h 0x%04x", sets[set].name,
+                         fp_bits(src[i]), bf[i], fp_float_to_bf16(src[i]));
+            if (fp[i] != fp_float_to_fp16(src[i]))
+                fail_msg("%s float 0x%08x -> fp16: vector 0x%04x, fp.h 0x%04x", sets[set].name,
+                         fp_bits(src[i]), fp[i], fp_float_to_fp16(src[i]));
+        }
+    }
+    free(src);
+    free(bf);
+    free(fp);
+}
+
+/* A value of dtype drawn to hit the edges: specials (signed zeros, inf,
+ * quiet and signalling NaNs of both signs), subnormals, values near
+ * overflow, values whose sums land on rounding ties, ordinary values. */
+static uint32_t draw(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    unsigned pick = (unsigned)(r % 16);
+    uint32_t bits = (uint32_t)(r >> 32);
+    if (dtype == MOEPERM_FLOAT) {
+        static const uint32_t specials[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000,
+                                            0x7fc00000, 0xffc00001, 0x7f800001, 0xffa00000,
+                                            0x7f7fffff, 0xff7fffff, 0x00000001, 0x807fffff};
+        if (pick < 3)
+            return specials[bits % 12];
+        if (pick < 5)
+            return bits & 0x807fffffu;
+        if (pick < 7)
+            return (bits & 0x80ffffffu) | 0x7e000000u;
+        if (pick < 10)
+            return (bits & 0x8000e000u) | 0x3f800000u;
+        return (bits & 0x803fffffu) | 0x3e000000u;
+    }
+    static const uint16_t bf16_specials[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xff81,
+                                             0x7f81, 0xffc1, 0x7f7f, 0xff7f, 0x0001, 0x807f};
+    static const uint16_t fp16_specials[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfc01,
+                                             0x7c01, 0xfe01, 0x7bff, 0xfbff, 0x0001, 0x83ff};
+    const uint16_t *specials = dtype == MOEPERM_BF16 ? bf16_specials : fp16_specials;
+    if (pick < 3)
+        return specials[bits % 12];
+    if (pick < 5)
+        return bits & (dtype == MOEPERM_BF16 ? 0x807fu : 0x83ffu);
+    if (pick < 7)
+        return (bits & 0x807fu) | (dtype == MOEPERM_BF16 ? 0x7f00u : 0x7800u);
+    return (bits & 0x80ffu) | (dtype == MOEPERM_BF16 ? 0x3f00u : 0x3c00u);
+}
+
+/* One case: grad [rows, hidden] inside a buffer with row stride
+ * grad_stride (>= hidden) and column stride grad_cstride, offset
+ * grad_offset; out likewise.  Runs the portable path and each x86 path
+ * this CPU has (with `threads`) and requires identical bits, NaNs
+ * included. */
+typedef struct layout {
+    int64_t grad_stride, grad_cstride, grad_offset, out_stride, out_cstride, out_offset;
+} layout;
+
+static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t top_k,
+                       int64_t hidden, int64_t rows, layout lay, int threads)
+{
+    uint64_t rng = (uint64_t)number;
+    size_t es = naive_size(dtype);
+    int64_t count = tokens * top_k;
+    if (lay.grad_cstride == 0)
+        lay.grad_cstride = 1;
+    if (lay.out_cstride == 0)
+        lay.out_cstride = 1;
+    if (lay.grad_stride < hidden * lay.grad_cstride)
+        lay.grad_stride = hidden * lay.grad_cstride;
+    if (lay.out_stride < hidden * lay.out_cstride)
+        lay.out_stride = hidden * lay.out_cstride;
+    int64_t grad_elems = lay.grad_offset + rows * lay.grad_stride + 1;
+    int64_t out_elems = lay.out_offset + tokens * lay.out_stride + 1;
+    char *grad = malloc((size_t)grad_elems * es);
+    int32_t *indices = malloc((size_t)(count + 1) * sizeof *indices);
+    char *want = malloc((size_t)out_elems * es), *got = malloc((size_t)out_elems * es);
+    assert_non_null(grad);
+    assert_non_null(indices);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int64_t i = 0; i < grad_elems; i++) {
+        uint32_t v = draw(&rng, dtype);
+        if (es == 4)
+            memcpy(grad + i * 4, &v, 4);
+        else
+            ((uint16_t *)grad)[i] = (uint16_t)v;
+    }
+    naive_permutation(&rng, indices, count);
+    memset(want, 0x5a, (size_t)out_elems * es);
+    memset(got, 0x5a, (size_t)out_elems * es);
+
+    int64_t gdims[2] = {rows, hidden}, gstrides[2] = {lay.grad_stride, lay.grad_cstride};
+    int64_t idims[1] = {count};
+    int64_t odims[2] = {tokens, hidden}, ostrides[2] = {lay.out_stride, lay.out_cstride};
+    moeperm_tensor *g = moeperm_tensor_create(gdims, 2, dtype, gstrides, lay.grad_offset, grad);
+    moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+    moeperm_tensor *o = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
+    assert_non_null(g);
+    assert_non_null(ix);
+    assert_non_null(o);
+    struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
+    moeperm_kernel_run_path(&plan, 1, MOEPERM_PATH_PORTABLE);
+    plan.out.data = got;
+    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
+                                                 MOEPERM_PATH_X86_AVX512};
+    for (int p = 0; p < 2; p++) {
+        if (!sets[p].available())
+            continue;
+        memset(got, 0x5a, (size_t)out_elems * es);
+        moeperm_kernel_run_path(&plan, threads, paths[p]);
+        for (int64_t i = 0; i < out_elems; i++) {
+            uint32_t w = 0, v = 0;
+            memcpy(&w, want + i * (int64_t)es, es);
+            memcpy(&v, got + i * (int64_t)es, es);
+            if (w != v)
+                fail_msg("case %d (dtype %d, T=%lld K=%lld H=%lld R=%lld, %s, %d threads): "
+                         "element %lld of out's buffer: portable 0x%x, fast 0x%x",
+                         number, dtype, (long long)tokens, (long long)top_k, (long long)hidden,
+                         (long long)rows, sets[p].name, threads, (long long)i, w, v);
+        }
+    }
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(o);
+    free(grad);
+    free(indices);
+    free(want);
+    free(got);
+}
+
+static bool selected(int number)
+{
+    const char *only = getenv("MOEPERM_TEST_CASE");
+    return !only || atoi(only) == number;
+}
+
+static void test_random_cases_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 0; number < 600; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 104729u + 7;
+        moeperm_dtype dtype = dtypes[number % 3];
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 10);
+        /* tails: every hidden size from 1 to 150, then some larger ones */
+        int64_t hidden = number < 450 ? 1 + number / 3 : 1 + (int64_t)(naive_rand(&rng) % 700);
+        int64_t count = tokens * top_k;
+        /* a third of the cases drop slots, slot 0 among them */
+        int64_t rows = number % 3 == 1 ? (int64_t)(naive_rand(&rng) % (uint64_t)(count + 1))
+                                       : count;
+        layout lay = {0};
+        if (number % 5 == 2) { /* row strides and offsets: still the fast path */
+            lay.grad_stride = hidden + 1 + (int64_t)(naive_rand(&rng) % 7);
+            lay.grad_offset = (int64_t)(naive_rand(&rng) % 5);
+            lay.out_stride = hidden + (int64_t)(naive_rand(&rng) % 3);
+            lay.out_offset = (int64_t)(naive_rand(&rng) % 5);
+        }
+        int threads = 1 + number % 3;
+        check_case(number, dtype, tokens, top_k, hidden, rows, lay, threads);
+    }
+}
+
+static void test_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    layout lay = {0};
+    for (int d = 0; d < 3; d++) {
+        if (selected(1000 + d))
+            check_case(1000 + d, dtypes[d], 41, 1, 77, 41, lay, 2);
+        if (selected(1010 + d))
+            check_case(1010 + d, dtypes[d], 3, 512, 67, 1536, lay, 2);
+        if (selected(1020 + d))
+            check_case(1020 + d, dtypes[d], 2, 512, 35, 700, lay, 1);
+    }
+}
+
+static void test_strided_columns_fall_back_and_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int d = 0; d < 3; d++) {
+        layout grad_strided = {.grad_cstride = 2, .grad_offset = 1};
+        layout out_strided = {.out_cstride = 3, .out_offset = 2};
+        if (selected(1100 + d))
+            check_case(1100 + d, dtypes[d], 9, 4, 45, 36, grad_strided, 2);
+        if (selected(1110 + d))
+            check_case(1110 + d, dtypes[d], 9, 4, 45, 30, out_strided, 2);
+    }
+}
+
+/* Fewer tokens than threads make the fast path split columns into blocks;
+ * a large output makes it stream (non-temporal stores, aligned or not). */
+static void test_column_blocks_and_streamed_output_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    layout lay = {0};
+    layout shifted = {.out_offset = 1};
+    for (int d = 0; d < 3; d++) {
+        if (selected(1200 + d))
+            check_case(1200 + d, dtypes[d], 1, 3, 5000, 3, lay, 2);
+        if (selected(1210 + d))
+            check_case(1210 + d, dtypes[d], 5, 2, 4133, 9, lay, 2);
+    }
+    /* 16 MiB of float32 output, 8 MiB of bf16 at an odd offset, 8 MiB of
+     * float16 at a 16-byte offset: 16- and 32-byte aligned streams and
+     * unaligned stores */
+    if (selected(1220))
+        check_case(1220, MOEPERM_FLOAT, 1024, 2, 4096, 2048, lay, 2);
+    if (selected(1221))
+        check_case(1221, MOEPERM_BF16, 1024, 2, 4097, 2000, shifted, 2);
+    layout sixteen_bytes = {.out_offset = 8};
+    if (selected(1222))
+        check_case(1222, MOEPERM_FLOAT16, 1024, 2, 4096, 2048, sixteen_bytes, 2);
+}
+
+#endif
+
+/* MOEPERM_FORCE_PORTABLE=1 (meson runs this program once with it) makes
+ * the default path the portable one. */
+static void test_force_portable_env_picks_the_portable_path(void **state)
+{
+    (void)state;
+    const char *force = getenv("MOEPERM_FORCE_PORTABLE");
+    moeperm_kernel_path best = moeperm_kernel_best_path();
+    if (force && strcmp(force, "1") == 0)
+        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+#ifdef MOEPERM_HAVE_X86_PATH
+    else if (moeperm_x86_avx512_available())
+        assert_int_equal(best, MOEPERM_PATH_X86_AVX512);
+#endif
+    else if (have_fast_path())
+        assert_int_equal(best, MOEPERM_PATH_X86_AVX2);
+    else
+        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#ifdef MOEPERM_HAVE_X86_PATH
+        cmocka_unit_test(test_every_bf16_and_fp16_widening_matches_fp_h),
+        cmocka_unit_test(test_narrowing_edges_and_random_patterns_match_fp_h),
+        cmocka_unit_test(test_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_strided_columns_fall_back_and_match_portable_bits),
+        cmocka_unit_test(test_column_blocks_and_streamed_output_match_portable_bits),
+#endif
+        cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

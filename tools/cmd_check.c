@@ -1,0 +1,271 @@
+/*
+ * cmd_check.c - `moeperm check DIR...`: runs every case below the given
+ * directories on one backend and compares, printing one line per case, the
+ * mismatch reports, and a summary table per suite; optionally a JUnit XML
+ * report for CI.  The exit code is the worst outcome: 3 if the backend
+ * failed anywhere, else 2 if a case was bad or refused, else 1 on any
+ * mismatch, else 0.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "cli.h"
+#include "commands.h"
+#include "golden/case.h"
+#include "golden/compare.h"
+#include "golden/fileio.h"
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] "
+                    "[--strict-nan] [--junit FILE]\n");
+}
+
+enum outcome { PASS, MISMATCH, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
+static const char *const outcome_names[] = {"pass", "MISMATCH", "BAD-INPUT", "BACKEND-FAILURE"};
+
+typedef struct suite_row {
+    char *suite; /* the directory holding the case */
+    unsigned counts[OUTCOMES];
+} suite_row;
+
+typedef struct summary {
+    suite_row *rows;
+    size_t count, capacity;
+} summary;
+
+static int tally(summary *s, const char *case_dir, enum outcome o)
+{
+    const char *slash = strrchr(case_dir, '/');
+    int len = slash ? (int)(slash - case_dir) : 1;
+    const char *suite = slash ? case_dir : ".";
+    if (s->count == 0 || strlen(s->rows[s->count - 1].suite) != (size_t)len ||
+        strncmp(s->rows[s->count - 1].suite, suite, (size_t)len) != 0) {
+        if (s->count == s->capacity) {
+            size_t cap = s->capacity ? 2 * s->capacity : 16;
+            suite_row *grown = realloc(s->rows, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            s->rows = grown;
+            s->capacity = cap;
+        }
+        suite_row *row = &s->rows[s->count];
+        memset(row, 0, sizeof *row);
+        row->suite = golden_strdup_printf("%.*s", len, suite);
+        if (!row->suite)
+            return -1;
+        s->count++;
+    }
+    s->rows[s->count - 1].counts[o]++;
+    return 0;
+}
+
+static void print_summary(const summary *s)
+{
+    size_t width = 5;
+    unsigned total[OUTCOMES] = {0};
+    for (size_t i = 0; i < s->count; i++)
+        if (strlen(s->rows[i].suite) > width)
+            width = strlen(s->rows[i].suite);
+    printf("\n%-*s %6s %6s %9s %10s %16s\n", (int)width, "suite", "cases", "pass", "mismatch",
+           "bad-input", "backend-failure");
+    for (size_t i = 0; i < s->count; i++) {
+        const unsigned *c = s->rows[i].counts;
+        printf("%-*s %6u %6u %9u %10u %16u\n", (int)width, s->rows[i].suite,
+               c[0] + c[1] + c[2] + c[3], c[PASS], c[MISMATCH], c[BAD_INPUT], c[BACKEND_FAILED]);
+        for (int o = 0; o < OUTCOMES; o++)
+            total[o] += c[o];
+    }
+    printf("%-*s %6u %6u %9u %10u %16u\n", (int)width, "total",
+           total[0] + total[1] + total[2] + total[3], total[PASS], total[MISMATCH],
+           total[BAD_INPUT], total[BACKEND_FAILED]);
+}
+
+/* Runs one case; err receives the reason for anything but PASS, report
+ * (malloc'd) the full mismatch report. */
+static enum outcome check_one(const backend_ops *ops, backend *b, const char *dir,
+                              bool strict_nan, char *err, size_t err_len, char **report)
+{
+    golden_case c;
+    *report = NULL;
+    if (golden_case_read(dir, true, &c, err, err_len) != 0)
+        return BAD_INPUT;
+    size_t bytes = golden_output_bytes(&c);
+    void *out = malloc(bytes ? bytes : 1);
+    if (!out) {
+        snprintf(err, err_len, "out of memory for %zu bytes of input_grad", bytes);
+        golden_case_free(&c);
+        return BACKEND_FAILED;
+    }
+    enum outcome o;
+    int rc = ops->run_case(b, &c, out, err, err_len);
+    if (rc != BACKEND_OK) {
+        o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
+    } else {
+        golden_compare_result r;
+        if (golden_compare(c.dtype, c.tokens_num, c.hidden_size, c.input_grad, out, strict_nan,
+                           &r) != 0) {
+            snprintf(err, err_len, "out of memory comparing");
+            o = BACKEND_FAILED;
+        } else if (r.differing == 0) {
+            o = PASS;
+        } else {
+            o = MISMATCH;
+            char *line = golden_compare_summary(c.dtype, &r);
+            snprintf(err, err_len, "%s", line ? line : "elements differ");
+            free(line);
+            size_t size = 0;
+            FILE *f = open_memstream(report, &size);
+            if (f) {
+                golden_compare_report(f, c.dtype, &r, "    ");
+                fclose(f);
+            }
+        }
+        golden_compare_free(&r);
+    }
+    free(out);
+    golden_case_free(&c);
+    return o;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"backend", required_argument, NULL, 'b'},
+        {"device", required_argument, NULL, 'd'},
+        {"strict-nan", no_argument, NULL, 's'},
+        {"junit", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *backend_name = "cpu", *device_flag = NULL, *junit_path = NULL;
+    bool strict_nan = false;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "b:d:sj:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'b':
+            backend_name = optarg;
+            break;
+        case 'd':
+            device_flag = optarg;
+            break;
+        case 's':
+            strict_nan = true;
+            break;
+        case 'j':
+            junit_path = optarg;
+            break;
+        case 'h':
+            usage();
+            return EXIT_OK;
+        default:
+            usage();
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "moeperm check: missing DIR\n");
+        usage();
+        return EXIT_BAD_INPUT;
+    }
+    const backend_ops *ops = backend_find(backend_name);
+    if (!ops) {
+        fprintf(stderr, "moeperm check: --backend is \"%s\", expected cpu or npu\n",
+                backend_name);
+        return EXIT_BAD_INPUT;
+    }
+    backend_options bopts = {0};
+    if (!cli_device("check", device_flag, &bopts.device_id))
+        return EXIT_BAD_INPUT;
+
+    /* Every directory is listed before anything runs, so a typo in the last
+     * DIR fails fast instead of after an hour of device time. */
+    char err[2048] = "";
+    char **all = NULL;
+    size_t total = 0;
+    for (int i = optind; i < argc; i++) {
+        char **dirs;
+        size_t count;
+        if (golden_find_cases(argv[i], &dirs, &count, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm check: %s\n", err);
+            golden_free_paths(all, total);
+            return EXIT_BAD_INPUT;
+        }
+        if (count == 0) {
+            fprintf(stderr, "moeperm check: no case.json below %s\n", argv[i]);
+            golden_free_paths(dirs, count);
+            golden_free_paths(all, total);
+            return EXIT_BAD_INPUT;
+        }
+        char **grown = realloc(all, (total + count) * sizeof *grown);
+        if (!grown) {
+            fprintf(stderr, "moeperm check: out of memory\n");
+            golden_free_paths(dirs, count);
+            golden_free_paths(all, total);
+            return EXIT_BACKEND;
+        }
+        all = grown;
+        memcpy(all + total, dirs, count * sizeof *dirs);
+        total += count;
+        free(dirs);
+    }
+
+    backend *b = NULL;
+    if (ops->open(&bopts, &b, err, sizeof err) != BACKEND_OK) {
+        fprintf(stderr, "moeperm check: cannot open the %s backend: %s\n", ops->name, err);
+        golden_free_paths(all, total);
+        return EXIT_BACKEND;
+    }
+    golden_junit *junit = junit_path ? golden_junit_new("moeperm check") : NULL;
+    summary sum = {0};
+    unsigned seen[OUTCOMES] = {0};
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < total; i++) {
+        char *report = NULL;
+        err[0] = '\0';
+        double start = cli_now();
+        enum outcome o = check_one(ops, b, all[i], strict_nan, err, sizeof err, &report);
+        double seconds = cli_now() - start;
+        seen[o]++;
+        if (o == PASS)
+            printf("%-8s %s\n", outcome_names[o], all[i]);
+        else
+            printf("%-8s %s: %s\n", outcome_names[o], all[i], err);
+        if (report)
+            fputs(report, stdout);
+        fflush(stdout);
+        if (tally(&sum, all[i], o) != 0)
+            rc = EXIT_BACKEND;
+        if (junit) {
+            golden_outcome jo = o == PASS       ? GOLDEN_PASS
+                                : o == MISMATCH ? GOLDEN_MISMATCH
+                                                : GOLDEN_ERROR;
+            if (golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
+                rc = EXIT_BACKEND;
+        }
+        free(report);
+    }
+    ops->close(b);
+    print_summary(&sum);
+    if (junit_path) {
+        if (!junit || golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm check: cannot write the JUnit report: %s\n",
+                    junit ? err : "out of memory");
+            rc = EXIT_BAD_INPUT;
+        }
+    }
+    golden_junit_free(junit);
+    for (size_t i = 0; i < sum.count; i++)
+        free(sum.rows[i].suite);
+    free(sum.rows);
+    golden_free_paths(all, total);
+
+    if (seen[BACKEND_FAILED] || rc == EXIT_BACKEND)
+        return EXIT_BACKEND;
+    if (seen[BAD_INPUT] || rc == EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT;
+    return seen[MISMATCH] ? EXIT_MISMATCH : EXIT_OK;
+}
