@@ -34,10 +34,12 @@
  */
 static inline float moeperm_accumulate(float acc, float x)
 {
-    float sum = acc + x;
-    if (acc != acc)
-        sum = fp_from_bits(fp_bits(acc) | 0x00400000u);
-    return sum;
+    /* a select by mask, without a branch, so that compilers still vectorise
+     * the portable loop across columns */
+    uint32_t bits = fp_bits(acc);
+    uint32_t sum = fp_bits(acc + x);
+    uint32_t nan = 0u - (uint32_t)((bits & 0x7fffffffu) > 0x7f800000u);
+    return fp_from_bits((sum & ~nan) | ((bits | 0x00400000u) & nan));
 }
 
 typedef enum moeperm_kernel_path {

@@ -11,8 +11,9 @@
  * - memcpy of the grad (up to MEMCPY_MAX_BYTES of it) into a buffer of its
  *   own, split over the threads the kernel takes for the shape, counted as
  *   bytes read plus written;
- * - the library's portable loop on one thread, without validation: the
- *   plain single-threaded loop that small shapes must not lose to.
+ * - the kernel alone on one thread (the same path, no validation, no
+ *   thread team): the single-threaded loop that small shapes must not lose
+ *   to, so that thread start-up and planning never dominate.
  * It reports the median and the best of each, the ratios of the medians,
  * and whether the default path gave the portable loop's bits (up to
  * LOOP_MAX_BYTES of grad; past it the loop is skipped).
@@ -212,7 +213,7 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
         goto done;
     }
 
-    /* The single-threaded portable loop, on its own copy of the plan. */
+    /* The portable loop's bits, on its own copy of the plan, for the check. */
     struct moeperm_executor loop_plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = s->top_k};
     res->kernel_threads = moeperm_kernel_threads(&loop_plan, threads);
     res->with_loop = with_loop;
@@ -244,7 +245,7 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
         if (r < loop_reps) {
             t0 = cli_now();
             for (int c = 0; c < calls; c++)
-                moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_PORTABLE);
+                moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_AUTO);
             loop[r] = (cli_now() - t0) / calls;
         }
     }

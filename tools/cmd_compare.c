@@ -42,7 +42,7 @@ int cmd_compare(int argc, char **argv)
         }
     }
     if (optind + 2 != argc) {
-        fprintf(stderr, "moeperm compare: expected CASE_DIR and FILE, got %d arguments\n",
+        fprintf(stderr, "moeperm compare: expected two arguments, CASE_DIR and FILE, got %d\n",
                 argc - optind);
         usage();
         return EXIT_BAD_INPUT;

@@ -432,6 +432,12 @@ int golden_case_read(const char *dir, bool load_output, golden_case *c, char *er
     } else if (!root) {
         fail(&r, "not valid JSON near byte %zu: %s", json_tokener_get_parse_end(tok),
              json_tokener_error_desc(json_tokener_get_error(tok)));
+    } else if (text[json_tokener_get_parse_end(tok) + strspn(text + json_tokener_get_parse_end(tok),
+                                                              " \t\r\n")] != '\0') {
+        /* json-c stops after the first complete value; a second one, or
+         * garbage, means the file is not the manifest it claims to be. */
+        fail(&r, "unexpected text after the JSON object at byte %zu",
+             json_tokener_get_parse_end(tok));
     } else {
         c->dir = dup_string(dir);
         rc = c->dir ? read_manifest(&r, root, dir, load_output, c) : fail(&r, "out of memory");

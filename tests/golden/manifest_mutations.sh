@@ -97,6 +97,8 @@ fresh; mutate 's/"format"/"formt"/'
 expect_refusal "missing field" 'format is missing'
 fresh; printf '{"format": ' >"$tmp/case/case.json"
 expect_refusal "not JSON" 'not valid JSON'
+fresh; printf '\n{}\n' >>"$tmp/case/case.json"
+expect_refusal "a second JSON value after the manifest" 'unexpected text after the JSON object'
 fresh; mutate 's/"padded_mode": false/"padded_mode": true/'
 expect_refusal "padded_mode true (refused by the operator)" 'padded'
 

@@ -19,8 +19,9 @@
 int rename(const char *from, const char *to)
 {
     static int calls;
-    int (*real)(const char *, const char *) =
-        (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    int (*real)(const char *, const char *);
+    /* POSIX's way to store dlsym()'s object pointer in a function pointer. */
+    *(void **)&real = dlsym(RTLD_NEXT, "rename");
     const char *at = getenv("SHIM_SIGNAL_AT_RENAME");
     if (at && ++calls == atoi(at)) {
         const char *name = getenv("SHIM_SIGNAL");
