@@ -46,7 +46,7 @@ typedef enum moeperm_kernel_path {
     MOEPERM_PATH_AUTO = 0,     /* the best path this CPU has, unless forced portable */
     MOEPERM_PATH_PORTABLE = 1, /* the C11 loop of permute_grad.c */
     MOEPERM_PATH_X86_AVX2 = 2, /* permute_grad_x86.c: AVX2 + F16C */
-    MOEPERM_PATH_X86_AVX512 = 3 /* permute_grad_x86.c: AVX-512F */
+    MOEPERM_PATH_X86_AVX512 = 3 /* permute_grad_x86.c: AVX-512 F, BW and VL */
 } moeperm_kernel_path;
 
 /* The path MOEPERM_PATH_AUTO resolves to on this CPU and environment. */
@@ -74,7 +74,7 @@ int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads);
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define MOEPERM_HAVE_X86_PATH 1
 
-/* Whether this CPU (and its OS) runs AVX2 and F16C; and AVX-512F too. */
+/* Whether this CPU (and its OS) runs AVX2 and F16C; and AVX-512 F, BW, VL too. */
 bool moeperm_x86_available(void);
 bool moeperm_x86_avx512_available(void);
 
@@ -100,7 +100,7 @@ void moeperm_x86_segment_f16(const void *const *rows, int64_t count, bool zero_s
 void moeperm_x86_segment_bf16(const void *const *rows, int64_t count, bool zero_start,
                               void *out, int64_t n, bool stream, const void *const *next,
                               int64_t next_count, int64_t next_n);
-/* The same segments with AVX-512F (only when moeperm_x86_avx512_available()). */
+/* The same segments in AVX-512 (only when moeperm_x86_avx512_available()). */
 void moeperm_x86_segment_f32_avx512(const void *const *rows, int64_t count, bool zero_start,
                                     void *out, int64_t n, bool stream, const void *const *next,
                                     int64_t next_count, int64_t next_n);

@@ -124,11 +124,11 @@ DEFINE_TASK(f32, float)
 DEFINE_TASK(f16, uint16_t)
 DEFINE_TASK(bf16, uint16_t)
 
-/* Below this many bytes per thread, waking another thread costs more than
- * it saves: a thread's wake-up is tens of microseconds on an idle machine
- * and a scheduler time slice on a busy one, while 4 MiB take a core about
- * 300 microseconds (`moeperm bench`, docs/performance.md). */
-#define BYTES_PER_THREAD (INT64_C(4) << 20)
+/* Below this many bytes per thread, waking another thread risks more than
+ * it saves: a wake-up is tens of microseconds on an idle machine but a
+ * scheduler time slice (milliseconds) on a busy one, while 16 MiB keep a
+ * core busy for about a millisecond (`moeperm bench`, docs/performance.md). */
+#define BYTES_PER_THREAD (INT64_C(16) << 20)
 /* Outputs at least this large are written with non-temporal stores on the
  * fast path: nobody reads them soon, and skipping the read-for-ownership
  * saves a tenth of the traffic. */
@@ -145,9 +145,11 @@ int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
 #endif
     if (team <= 1)
         return 1;
-    int64_t tokens = plan->out.dims[0], hidden = plan->out.dims[1];
-    int64_t bytes = tokens * (plan->top_k + 1) * hidden * (int64_t)moeperm_dtype_size(plan->grad.dtype);
-    int64_t useful = bytes / BYTES_PER_THREAD;
+    /* in double: tokens * top_k * hidden may pass 2^63 when most slots are
+     * dropped */
+    double bytes = (double)plan->out.dims[0] * (double)(plan->top_k + 1) *
+                   (double)plan->out.dims[1] * (double)moeperm_dtype_size(plan->grad.dtype);
+    double useful = bytes / (double)BYTES_PER_THREAD;
     if (useful < team)
         team = useful < 1 ? 1 : (int)useful;
     return team;
@@ -191,9 +193,23 @@ typedef struct x86_plan {
     int64_t grad_stride, idx_stride, out_stride;
 } x86_plan;
 
+/* Token and first column of a task (no division in the usual case of one
+ * block per token: small tasks feel it). */
+static inline void x86_where(const x86_plan *p, int64_t task, int64_t *t, int64_t *c0)
+{
+    if (p->blocks == 1) {
+        *t = task;
+        *c0 = 0;
+    } else {
+        *t = task / p->blocks;
+        *c0 = (task % p->blocks) * p->block;
+    }
+}
+
 static void x86_list(const x86_plan *p, int64_t task, x86_task *into)
 {
-    int64_t t = task / p->blocks, c0 = (task % p->blocks) * p->block;
+    int64_t t, c0;
+    x86_where(p, task, &t, &c0);
     into->width = p->hidden - c0 < p->block ? p->hidden - c0 : p->block;
     into->count = 0;
     into->zero_start = false;
@@ -208,7 +224,61 @@ static void x86_list(const x86_plan *p, int64_t task, x86_task *into)
     }
 }
 
-/* The x86 path: each thread takes a contiguous run of tasks and hands each
+typedef void (*x86_segment)(const void *const *, int64_t, bool, void *, int64_t, bool,
+                            const void *const *, int64_t, int64_t);
+
+/* Tasks smaller than this are too short for prefetching one task ahead to
+ * cover the memory latency; their rows are prefetched this many bytes ahead
+ * instead. */
+#define FAR_PREFETCH_BYTES (INT64_C(16) << 10)
+
+/* Prefetches, into L2, every line of the rows of one task. */
+static void x86_prefetch_task(const x86_plan *p, int64_t task)
+{
+    int64_t t, c0;
+    x86_where(p, task, &t, &c0);
+    int64_t bytes = (p->hidden - c0 < p->block ? p->hidden - c0 : p->block) * p->size;
+    for (int64_t k = 0; k < p->k_count; k++) {
+        uint64_t r = (uint64_t)(int64_t)p->idx[(t * p->k_count + k) * p->idx_stride];
+        if (r >= (uint64_t)p->rows)
+            continue;
+        const char *row = p->grad + ((int64_t)r * p->grad_stride + c0) * p->size;
+        for (int64_t b = 0; b < bytes; b += 64)
+            __builtin_prefetch(row + b, 0, 2);
+    }
+}
+
+/* Tasks [lo, hi) in order, each summed while the next one's rows are
+ * prefetched (small tasks: the rows of a task further ahead), then a fence
+ * for the non-temporal stores. */
+static void x86_tasks(const x86_plan *p, x86_segment segment, bool stream, int64_t lo,
+                      int64_t hi)
+{
+    x86_task lists[2];
+    int64_t task_bytes = p->k_count * (p->hidden < p->block ? p->hidden : p->block) * p->size;
+    int64_t ahead = task_bytes >= FAR_PREFETCH_BYTES ? 0 : FAR_PREFETCH_BYTES / task_bytes;
+    ahead = ahead > 64 ? 64 : ahead;
+    for (int64_t i = lo + 2; i < lo + ahead && i < hi; i++)
+        x86_prefetch_task(p, i);
+    if (lo < hi)
+        x86_list(p, lo, &lists[lo & 1]);
+    for (int64_t i = lo; i < hi; i++) {
+        x86_task *cur = &lists[i & 1], *next = &lists[(i + 1) & 1];
+        bool more = i + 1 < hi;
+        if (ahead > 1 && i + ahead < hi)
+            x86_prefetch_task(p, i + ahead);
+        if (more)
+            x86_list(p, i + 1, next);
+        /* with far prefetching, the next task's rows are already on their way */
+        bool near = more && ahead <= 1;
+        segment(cur->rows, cur->count, cur->zero_start, cur->out, cur->width, stream, next->rows,
+                near ? next->count : 0, near ? next->width : 0);
+    }
+    if (stream && lo < hi)
+        moeperm_x86_fence();
+}
+
+/* The x86 path: threads take runs of consecutive tasks and hand each
  * task's rows to a vector segment of permute_grad_x86.c, with the next
  * task's rows to prefetch. */
 static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
@@ -234,41 +304,33 @@ static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
     p.blocks = (p.hidden + p.block - 1) / p.block;
     int64_t tasks = tokens * p.blocks;
     bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
-    void (*segment)(const void *const *, int64_t, bool, void *, int64_t, bool,
-                    const void *const *, int64_t, int64_t) =
+    x86_segment segment =
         g->dtype == MOEPERM_FLOAT
             ? (avx512 ? moeperm_x86_segment_f32_avx512 : moeperm_x86_segment_f32)
         : g->dtype == MOEPERM_FLOAT16
             ? (avx512 ? moeperm_x86_segment_f16_avx512 : moeperm_x86_segment_f16)
             : (avx512 ? moeperm_x86_segment_bf16_avx512 : moeperm_x86_segment_bf16);
-    bool parallel = team > 1 && tasks > 1;
-    (void)parallel;
-
+    if (team <= 1 || tasks <= 1) {
+        x86_tasks(&p, segment, stream, 0, tasks);
+    } else {
+        /* Runs of tasks handed out one at a time, so that a thread the OS
+         * keeps waiting (a busy, shared machine) leaves its share to the
+         * others instead of holding up the end. */
+        int64_t run = tasks / ((int64_t)team * 8);
+        run = run < 1 ? 1 : run > 64 ? 64 : run;
+        int64_t runs = (tasks + run - 1) / run;
+        (void)runs;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(team) if (parallel)
+#pragma omp parallel num_threads(team)
 #endif
-    {
-        x86_task lists[2];
-        int64_t lo = 0, hi = tasks;
+        {
 #ifdef _OPENMP
-        if (parallel) {
-            int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-            lo = tasks * id / count;
-            hi = tasks * (id + 1) / count;
-        }
+#pragma omp for schedule(dynamic, 1) nowait
 #endif
-        if (lo < hi)
-            x86_list(&p, lo, &lists[lo & 1]);
-        for (int64_t i = lo; i < hi; i++) {
-            x86_task *cur = &lists[i & 1], *next = &lists[(i + 1) & 1];
-            bool more = i + 1 < hi;
-            if (more)
-                x86_list(&p, i + 1, next);
-            segment(cur->rows, cur->count, cur->zero_start, cur->out, cur->width, stream,
-                    next->rows, more ? next->count : 0, more ? next->width : 0);
+            for (int64_t r = 0; r < runs; r++)
+                x86_tasks(&p, segment, stream, r * run,
+                          r * run + run < tasks ? r * run + run : tasks);
         }
-        if (stream)
-            moeperm_x86_fence();
     }
 }
 #endif

@@ -1,6 +1,6 @@
 /*
  * permute_grad_x86.c - the kernel of permute_grad.c in AVX2 + F16C and in
- * AVX-512F, for x86-64 CPUs that have them (picked at run time; the
+ * AVX-512 (F, BW, VL), for x86-64 CPUs that have them (picked at run time; the
  * portable loop stays the reference and the fallback).
  *
  * The arithmetic is spec §2 exactly as permute_grad.c does it: each vector
@@ -10,8 +10,9 @@
  * vectorised) and the sum is narrowed once.  Widening and narrowing give the
  * bits of fp.h, which these vector forms are tied to:
  *
- * - fp16 -> float: vcvtph2ps (both widths) is exact and makes a signalling NaN quiet by
- *   setting bit 22 and keeping the payload, as fp_fp16_to_float().
+ * - fp16 -> float: vcvtph2ps (both widths) is exact and makes a signalling
+ *   NaN quiet by setting bit 22 and keeping the payload, as
+ *   fp_fp16_to_float().
  * - float -> fp16: vcvtps2ph with immediate 0 rounds to nearest even
  *   whatever MXCSR says, keeps subnormals, overflows to infinity and turns a
  *   NaN into sign | 0x7e00 | mantissa >> 13, as fp_float_to_fp16().
@@ -19,10 +20,11 @@
  *   operations, repeated here lane by lane (AVX-512's vcvtneps2bf16 would
  *   flush subnormals, so it is not used).
  *
- * tests/test_fast_conversions_exhaustive.c checks every widening and every
- * narrowing against fp.h; tests/test_fast_paths.c checks the operator
- * against the portable path bit for bit, each on both instruction sets.
- * Columns left over after the last vector step use fp.h itself.
+ * tests/test_fast_conversions_exhaustive.c checks every narrowing and
+ * tests/test_fast_paths.c every widening against fp.h, and the latter the
+ * operator against the portable path bit for bit, on both instruction sets.
+ * The AVX-512 segments finish with masked vectors; the AVX2 ones finish the
+ * columns left over after the last vector step with fp.h itself.
  */
 #include "kernel.h"
 
@@ -30,28 +32,46 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 
 #include "fp.h"
 
-#define X86_TARGET __attribute__((target("avx2,f16c")))
 #define X86_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+
+/* 0 = not yet asked, then 1 | 2 (AVX2 and F16C) | 4 (AVX-512 F, BW and VL
+ * too).  CPUID
+ * traps to the hypervisor in a virtual machine (microseconds), so it is
+ * asked once. */
+static atomic_int x86_features;
+
+static int features(void)
+{
+    int known = atomic_load_explicit(&x86_features, memory_order_relaxed);
+    if (known)
+        return known;
+    /* F16C through CPUID.1:ECX (bit_F16C): clang 14, the fuzz build's
+     * compiler, does not know __builtin_cpu_supports("f16c").  "avx2" and
+     * "avx512f" also check that the OS saves the YMM / ZMM registers, which
+     * F16C needs too. */
+    unsigned int eax, ebx, ecx, edx;
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+                (ecx & bit_F16C) != 0;
+    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    known = 1 | (avx2 ? 2 : 0) | (avx512 ? 4 : 0);
+    atomic_store_explicit(&x86_features, known, memory_order_relaxed);
+    return known;
+}
 
 bool moeperm_x86_available(void)
 {
-    /* F16C through CPUID.1:ECX (bit_F16C): clang 14, the fuzz build's
-     * compiler, does not know __builtin_cpu_supports("f16c").  "avx2" also
-     * checks that the OS saves the YMM registers, which F16C needs too. */
-    unsigned int eax, ebx, ecx, edx;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-           (ecx & bit_F16C) != 0;
+    return (features() & 2) != 0;
 }
 
 bool moeperm_x86_avx512_available(void)
 {
-    /* "avx512f" also checks that the OS saves the ZMM registers. */
-    __builtin_cpu_init();
-    return moeperm_x86_available() && __builtin_cpu_supports("avx512f");
+    return (features() & 4) != 0;
 }
 
 void moeperm_x86_fence(void)
@@ -173,10 +193,10 @@ X86_INLINE __m256 accumulate(__m256 acc, __m256 x)
     return sum;
 }
 
-/* The same steps with AVX-512F: 32 columns per pair of vectors.  The
+/* The same steps with AVX-512: 32 columns per pair of vectors.  The
  * bf16 forms keep the layout of widen16_bf16(), a word at a time. */
-#define X512_TARGET __attribute__((target("avx512f,avx2,f16c")))
-#define X512_INLINE static inline __attribute__((always_inline, target("avx512f,avx2,f16c")))
+#define X512_ISA "avx512f,avx512bw,avx512vl,avx2,f16c"
+#define X512_INLINE static inline __attribute__((always_inline, target(X512_ISA)))
 
 X512_INLINE void widen32_f32(const void *p, __m512 *lo, __m512 *hi)
 {
@@ -267,12 +287,94 @@ X512_INLINE __m512 accumulate512(__m512 acc, __m512 x)
     return sum;
 }
 
+/* The last columns of a segment (fewer than 32) with masked loads and
+ * stores: the lanes past the end load as zero and are never stored, and a
+ * masked load does not fault on them.  Returns n. */
+#define DEFINE_MASKED_TAIL(suffix, type, widen, addend, narrow_tail)                            \
+    X512_INLINE int64_t tail32_##suffix(const void *const *rows, int64_t count,                \
+                                        bool zero_start, type *out, int64_t j, int64_t n)      \
+    {                                                                                          \
+        if (j >= n)                                                                            \
+            return n;                                                                          \
+        __mmask32 mask = (__mmask32)((UINT64_C(1) << (n - j)) - 1);                            \
+        __m512 a0, a1, x0, x1;                                                                 \
+        if (zero_start)                                                                        \
+            a0 = a1 = _mm512_setzero_ps();                                                     \
+        else                                                                                   \
+            widen((const type *)rows[0] + j, mask, &a0, &a1);                                  \
+        for (int64_t r = zero_start ? 0 : 1; r < count; r++) {                                 \
+            addend((const type *)rows[r] + j, mask, &x0, &x1);                                 \
+            a0 = accumulate512(a0, x0);                                                        \
+            a1 = accumulate512(a1, x1);                                                        \
+        }                                                                                      \
+        narrow_tail(a0, a1, out + j, mask);                                                    \
+        return n;                                                                              \
+    }
+
+X512_INLINE void widen32m_f32(const void *p, __mmask32 mask, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_maskz_loadu_ps((__mmask16)mask, p);
+    *hi = _mm512_maskz_loadu_ps((__mmask16)(mask >> 16), (const float *)p + 16);
+}
+
+X512_INLINE void widen32m_f16(const void *p, __mmask32 mask, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)mask, p));
+    *hi = _mm512_cvtph_ps(
+        _mm256_maskz_loadu_epi16((__mmask16)(mask >> 16), (const uint16_t *)p + 16));
+}
+
+X512_INLINE void widen32m_bf16_addend(const void *p, __mmask32 mask, __m512 *even, __m512 *odd)
+{
+    __m512i h = _mm512_maskz_loadu_epi16(mask, p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+X512_INLINE void widen32m_bf16(const void *p, __mmask32 mask, __m512 *even, __m512 *odd)
+{
+    widen32m_bf16_addend(p, mask, even, odd);
+    *even = quiet_bf16_512(*even);
+    *odd = quiet_bf16_512(*odd);
+}
+#define widen32m_f32_addend widen32m_f32
+#define widen32m_f16_addend widen32m_f16
+
+X512_INLINE void narrow32m_f32(__m512 lo, __m512 hi, void *p, __mmask32 mask)
+{
+    _mm512_mask_storeu_ps(p, (__mmask16)mask, lo);
+    _mm512_mask_storeu_ps((float *)p + 16, (__mmask16)(mask >> 16), hi);
+}
+
+X512_INLINE void narrow32m_f16(__m512 lo, __m512 hi, void *p, __mmask32 mask)
+{
+    _mm256_mask_storeu_epi16(p, (__mmask16)mask, _mm512_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
+    _mm256_mask_storeu_epi16((uint16_t *)p + 16, (__mmask16)(mask >> 16),
+                             _mm512_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
+}
+
+X512_INLINE void narrow32m_bf16(__m512 even, __m512 odd, void *p, __mmask32 mask)
+{
+    __m512i low = _mm512_srli_epi32(round_bf16_512(even), 16);
+    __m512i high =
+        _mm512_and_si512(round_bf16_512(odd), _mm512_set1_epi32((int)0xffff0000u));
+    _mm512_mask_storeu_epi16(p, mask, _mm512_or_si512(low, high));
+}
+
+DEFINE_MASKED_TAIL(f32, float, widen32m_f32, widen32m_f32_addend, narrow32m_f32)
+DEFINE_MASKED_TAIL(f16, uint16_t, widen32m_f16, widen32m_f16_addend, narrow32m_f16)
+DEFINE_MASKED_TAIL(bf16, uint16_t, widen32m_bf16, widen32m_bf16_addend, narrow32m_bf16)
+
+/* The AVX2 segments finish with the scalar loop alone. */
+#define NO_VECTOR_TAIL(rows, count, zero_start, out, j, n) (j)
+
 /* One segment, two pairs of vectors (2 * cols columns) at a time, then one
- * pair, then the last columns one by one with fp.h and moeperm_accumulate().
+ * pair, then the rest with `tail` (masked vectors on AVX-512) and whatever
+ * is left one column at a time with fp.h and moeperm_accumulate().
  * The rows of the next segment are prefetched one cache line per row at a
  * time, a segment ahead. */
-#define DEFINE_SEGMENT(name, isa, vec, cols, zero, widen, addend, narrow, acc, type, swiden,  \
-                       snarrow)                                                                  \
+#define DEFINE_SEGMENT(name, isa, vec, cols, zero, widen, addend, narrow, acc, tail, type,    \
+                       swiden, snarrow)                                                          \
     __attribute__((target(isa))) void name(                                                   \
         const void *const *rows, int64_t count, bool zero_start, void *out_, int64_t n,          \
         bool stream, const void *const *next, int64_t next_count, int64_t next_n)                \
@@ -317,6 +419,7 @@ X512_INLINE __m512 accumulate512(__m512 acc, __m512 x)
             }                                                                                    \
             narrow(a0, a1, out + j, stream);                                                     \
         }                                                                                        \
+        j = tail(rows, count, zero_start, out, j, n);                                            \
         for (; j < n; j++) {                                                                     \
             float sum = zero_start ? 0.0f : swiden(((const type *)rows[0])[j]);                  \
             for (int64_t r = first; r < count; r++)                                              \
@@ -335,22 +438,23 @@ static inline float narrow_f32(float x)
 }
 
 DEFINE_SEGMENT(moeperm_x86_segment_f32, "avx2,f16c", __m256, 16, _mm256_setzero_ps, widen16_f32,
-               widen16_f32_addend, narrow16_f32, accumulate, float, widen_f32, narrow_f32)
+               widen16_f32_addend, narrow16_f32, accumulate, NO_VECTOR_TAIL, float, widen_f32,
+               narrow_f32)
 DEFINE_SEGMENT(moeperm_x86_segment_f16, "avx2,f16c", __m256, 16, _mm256_setzero_ps, widen16_f16,
-               widen16_f16_addend, narrow16_f16, accumulate, uint16_t, fp_fp16_to_float,
-               fp_float_to_fp16)
+               widen16_f16_addend, narrow16_f16, accumulate, NO_VECTOR_TAIL, uint16_t,
+               fp_fp16_to_float, fp_float_to_fp16)
 DEFINE_SEGMENT(moeperm_x86_segment_bf16, "avx2,f16c", __m256, 16, _mm256_setzero_ps,
-               widen16_bf16, widen16_bf16_addend, narrow16_bf16, accumulate, uint16_t,
-               fp_bf16_to_float, fp_float_to_bf16)
-DEFINE_SEGMENT(moeperm_x86_segment_f32_avx512, "avx512f,avx2,f16c", __m512, 32,
-               _mm512_setzero_ps, widen32_f32, widen32_f32_addend, narrow32_f32, accumulate512,
-               float, widen_f32, narrow_f32)
-DEFINE_SEGMENT(moeperm_x86_segment_f16_avx512, "avx512f,avx2,f16c", __m512, 32,
-               _mm512_setzero_ps, widen32_f16, widen32_f16_addend, narrow32_f16, accumulate512,
+               widen16_bf16, widen16_bf16_addend, narrow16_bf16, accumulate, NO_VECTOR_TAIL,
+               uint16_t, fp_bf16_to_float, fp_float_to_bf16)
+DEFINE_SEGMENT(moeperm_x86_segment_f32_avx512, X512_ISA, __m512, 32, _mm512_setzero_ps,
+               widen32_f32, widen32_f32_addend, narrow32_f32, accumulate512, tail32_f32, float,
+               widen_f32, narrow_f32)
+DEFINE_SEGMENT(moeperm_x86_segment_f16_avx512, X512_ISA, __m512, 32, _mm512_setzero_ps,
+               widen32_f16, widen32_f16_addend, narrow32_f16, accumulate512, tail32_f16,
                uint16_t, fp_fp16_to_float, fp_float_to_fp16)
-DEFINE_SEGMENT(moeperm_x86_segment_bf16_avx512, "avx512f,avx2,f16c", __m512, 32,
-               _mm512_setzero_ps, widen32_bf16, widen32_bf16_addend, narrow32_bf16,
-               accumulate512, uint16_t, fp_bf16_to_float, fp_float_to_bf16)
+DEFINE_SEGMENT(moeperm_x86_segment_bf16_avx512, X512_ISA, __m512, 32, _mm512_setzero_ps,
+               widen32_bf16, widen32_bf16_addend, narrow32_bf16, accumulate512, tail32_bf16,
+               uint16_t, fp_bf16_to_float, fp_float_to_bf16)
 
 /* The conversions alone, through the same widen and narrow steps.  A bf16
  * vector pair holds word i's low half (element 2i) in "even" lane i and its
@@ -415,7 +519,7 @@ DEFINE_SEGMENT(moeperm_x86_segment_bf16_avx512, "avx512f,avx2,f16c", __m512, 32,
 
 DEFINE_CONVERSIONS(, "avx2,f16c", __m256, 16, widen16_bf16, widen16_f16, narrow16_bf16,
                    narrow16_f16, _mm256_storeu_ps, _mm256_loadu_ps)
-DEFINE_CONVERSIONS(_avx512, "avx512f,avx2,f16c", __m512, 32, widen32_bf16, widen32_f16,
+DEFINE_CONVERSIONS(_avx512, X512_ISA, __m512, 32, widen32_bf16, widen32_f16,
                    narrow32_bf16, narrow32_f16, _mm512_storeu_ps, _mm512_loadu_ps)
 
 #endif

@@ -8,6 +8,7 @@ import sys
 
 REQUIRED = ("dtype", "bytes", "seconds_median", "seconds_best", "gbps_median", "gbps_best",
             "memcpy_bytes", "memcpy_gbps_median", "memcpy_gbps_best", "ratio_memcpy",
+            "read_gbps_median", "ratio_read",
             "loop_seconds_median", "speedup_vs_loop", "kernel_threads", "bits_match_portable")
 
 

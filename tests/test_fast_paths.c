@@ -28,8 +28,6 @@
 #include "kernel.h"
 #include "naive.h"
 
-static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
-
 static bool have_fast_path(void)
 {
 #ifdef MOEPERM_HAVE_X86_PATH
@@ -40,6 +38,8 @@ static bool have_fast_path(void)
 }
 
 #ifdef MOEPERM_HAVE_X86_PATH
+
+static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
 
 /* The vector conversions of each instruction set this CPU has. */
 typedef struct conversions {
@@ -322,7 +322,8 @@ static void test_strided_columns_fall_back_and_match_portable_bits(void **state)
 }
 
 /* Fewer tokens than threads make the fast path split columns into blocks;
- * a large output makes it stream (non-temporal stores, aligned or not). */
+ * a large output makes it stream (non-temporal stores, aligned or not);
+ * enough work (tens of MiB) gives it more than one thread. */
 static void test_column_blocks_and_streamed_output_match_portable_bits(void **state)
 {
     (void)state;
@@ -346,6 +347,10 @@ static void test_column_blocks_and_streamed_output_match_portable_bits(void **st
     layout sixteen_bytes = {.out_offset = 8};
     if (selected(1222))
         check_case(1222, MOEPERM_FLOAT16, 1024, 2, 4096, 2048, sixteen_bytes, 2);
+    /* two tokens of a million columns: enough work for two threads, split
+     * into column blocks */
+    if (selected(1223))
+        check_case(1223, MOEPERM_BF16, 2, 8, (1 << 20) + 3, 15, lay, 2);
 }
 
 #endif

@@ -8,12 +8,15 @@
  * - the operator through the public two-phase API (validation and planning
  *   included), with the bytes it must move: the R*H grad elements read, the
  *   T*H output elements written and the T*K indices read;
- * - memcpy of the grad (up to MEMCPY_MAX_BYTES of it) into a buffer of its
- *   own, split over the threads the kernel takes for the shape, counted as
- *   bytes read plus written;
+ * - memcpy of MEMCPY_BYTES (MEMCPY_SMALL_BYTES for small shapes), split
+ *   over the threads the kernel takes for the shape, counted as bytes read
+ *   plus written;
  * - the kernel alone on one thread (the same path, no validation, no
  *   thread team): the single-threaded loop that small shapes must not lose
- *   to, so that thread start-up and planning never dominate.
+ *   to, so that thread start-up and planning never dominate; and for small
+ *   shapes the portable C loop on one thread too.
+ * - a plain read of the memcpy's source (the operator mostly reads; this
+ *   says what reading alone achieves on the machine).
  * It reports the median and the best of each, the ratios of the medians,
  * and whether the default path gave the portable loop's bits (up to
  * LOOP_MAX_BYTES of grad; past it the loop is skipped).
@@ -35,14 +38,25 @@
 #include "internal.h"
 #include "kernel.h"
 
-/* memcpy moves at most this much per repetition: enough to be far outside
- * the caches, small enough that the largest shapes still fit beside it. */
-#define MEMCPY_MAX_BYTES (INT64_C(256) << 20)
+/* memcpy moves this much per repetition, whatever the shape, so that its
+ * figure is the same yardstick for every large shape: far outside the caches
+ * (with source and destination together), and taken from the grad and into
+ * the output where they are that large, so the largest shapes need no
+ * extra memory. */
+#define MEMCPY_BYTES (INT64_C(256) << 20)
+/* ... except below this much grad, where the shape is about latency, not
+ * bandwidth, and memcpy moves just this much. */
+#define MEMCPY_SMALL_BYTES (INT64_C(32) << 20)
 /* A timed sample repeats the call until it lasts this long, so that small
  * shapes are not measured at the clock's resolution. */
 #define MIN_SAMPLE_SECONDS 2e-3
 /* The one-thread loop and the bit check run up to this much grad. */
 #define LOOP_MAX_BYTES (INT64_C(1) << 30)
+/* The portable loop is timed up to this much grad. */
+#define PORTABLE_MAX_BYTES (INT64_C(64) << 20)
+
+/* Keeps the read baseline's sums alive. */
+static volatile uint64_t read_sink;
 
 static void usage(FILE *to)
 {
@@ -89,11 +103,14 @@ static int team_size(int threads)
 #endif
 }
 
+/* One memcpy call per thread on its share: for large shares glibc switches
+ * to non-temporal stores (its x86_non_temporal_threshold), the fastest copy
+ * it has. */
 static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int team)
 {
     (void)team;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(team)
+#pragma omp parallel num_threads(team) if (team > 1)
 #endif
     {
         int64_t id = 0, count = 1;
@@ -101,11 +118,43 @@ static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int team)
         id = omp_get_thread_num();
         count = omp_get_num_threads();
 #endif
-        int64_t chunk = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
-        int64_t lo = id * chunk, hi = lo + chunk < bytes ? lo + chunk : bytes;
+        int64_t share = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
+        int64_t lo = id * share, hi = lo + share < bytes ? lo + share : bytes;
         if (lo < hi)
             memcpy(dst + lo, src + lo, (size_t)(hi - lo));
     }
+}
+
+/* A plain read of the same bytes (a sum of 64-bit words, four chains so
+ * that it is not bound by addition latency), split like the copy: the
+ * operator mostly reads, and this is what reading alone costs here. */
+static uint64_t parallel_read(const char *src, int64_t bytes, int team)
+{
+    uint64_t total = 0;
+    (void)team;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team) if (team > 1) reduction(^ : total)
+#endif
+    {
+        int64_t id = 0, count = 1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        count = omp_get_num_threads();
+#endif
+        int64_t share = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
+        int64_t lo = id * share, hi = lo + share < bytes ? lo + share : bytes;
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (int64_t i = lo; i + 32 <= hi; i += 32) {
+            uint64_t w[4];
+            memcpy(w, src + i, sizeof w);
+            a += w[0];
+            b += w[1];
+            c += w[2];
+            d += w[3];
+        }
+        total ^= a + b + c + d;
+    }
+    return total;
 }
 
 typedef struct shape {
@@ -117,6 +166,7 @@ typedef struct result {
     int64_t bytes, memcpy_bytes;
     int reps, calls_per_sample, kernel_threads;
     double op_median, op_best, memcpy_median, memcpy_best, loop_median, loop_best;
+    double read_median, read_best, portable_median, portable_best;
     bool bits_match, with_loop;
 } result;
 
@@ -158,7 +208,7 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     int64_t size = (int64_t)moeperm_dtype_size(dtype);
     int64_t rows = s->tokens * s->top_k, count = rows;
     int64_t grad_bytes = rows * s->hidden * size, out_bytes = s->tokens * s->hidden * size;
-    int64_t memcpy_bytes = grad_bytes < MEMCPY_MAX_BYTES ? grad_bytes : MEMCPY_MAX_BYTES;
+    int64_t memcpy_bytes = grad_bytes >= MEMCPY_SMALL_BYTES ? MEMCPY_BYTES : MEMCPY_SMALL_BYTES;
     int team = team_size(threads);
     int status = EXIT_OK;
 
@@ -172,13 +222,16 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     char *reference = with_loop ? malloc((size_t)out_bytes + 1) : NULL;
     /* memcpy's destination: out itself when it is big enough (the operator
      * rewrites it anyway), so that the largest runs need no extra buffer. */
-    bool own_copy = out_bytes < memcpy_bytes;
+    bool own_source = grad_bytes < memcpy_bytes, own_copy = out_bytes < memcpy_bytes;
+    char *source = own_source ? malloc((size_t)memcpy_bytes + 1) : grad;
     char *copy = own_copy ? malloc((size_t)memcpy_bytes + 1) : out;
     double *op = calloc((size_t)reps, sizeof *op), *mc = calloc((size_t)reps, sizeof *mc);
-    double *loop = calloc((size_t)reps, sizeof *loop);
+    double *loop = calloc((size_t)reps, sizeof *loop), *rd = calloc((size_t)reps, sizeof *rd);
+    double *portable = calloc((size_t)reps, sizeof *portable);
     moeperm_tensor *g = NULL, *ix = NULL, *o = NULL;
-    if (!grad || !indices || !experts || !out || (with_loop && !reference) || !copy || !op ||
-        !mc || !loop) {
+    if (!grad || !indices || !experts || !out || (with_loop && !reference) || !source || !copy ||
+        !op ||
+        !mc || !loop || !rd || !portable) {
         fprintf(stderr, "moeperm bench: out of memory for T=%" PRId64 " K=%" PRId64
                         " H=%" PRId64 " %s (%" PRId64 " MiB of grad)\n",
                 s->tokens, s->top_k, s->hidden, moeperm_dtype_name(dtype), grad_bytes >> 20);
@@ -200,6 +253,8 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     memset(out, 0, (size_t)out_bytes);
     if (with_loop)
         memset(reference, 0, (size_t)out_bytes);
+    if (own_source)
+        memset(source, 1, (size_t)memcpy_bytes);
     memset(copy, 0, (size_t)memcpy_bytes);
 
     int64_t grad_dims[2] = {rows, s->hidden}, index_dims[1] = {count},
@@ -231,22 +286,49 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     int calls = once >= MIN_SAMPLE_SECONDS ? 1 : (int)(MIN_SAMPLE_SECONDS / (once + 1e-9)) + 1;
     /* The one-thread loop is slow on big shapes; a few samples suffice. */
     int loop_reps = !with_loop ? 0 : grad_bytes >= (INT64_C(64) << 20) && reps > 3 ? 3 : reps;
+    /* The portable loop, a plain C loop on one thread, only for small shapes
+     * (it is the yardstick there; on large ones it takes seconds). */
+    int portable_reps = grad_bytes < PORTABLE_MAX_BYTES ? reps : 0;
 
     /* memcpy gets the threads the kernel takes for this shape */
     team = res->kernel_threads;
     for (int r = 0; r < reps; r++) {
         t0 = cli_now();
-        parallel_memcpy(copy, grad, memcpy_bytes, team);
+        parallel_memcpy(copy, source, memcpy_bytes, team);
         mc[r] = cli_now() - t0;
         t0 = cli_now();
-        for (int c = 0; c < calls; c++)
-            run_operator(g, ix, s->top_k, o);
-        op[r] = (cli_now() - t0) / calls;
-        if (r < loop_reps) {
-            t0 = cli_now();
-            for (int c = 0; c < calls; c++)
-                moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_AUTO);
-            loop[r] = (cli_now() - t0) / calls;
+        read_sink ^= parallel_read(source, memcpy_bytes, team);
+        rd[r] = cli_now() - t0;
+        /* The operator and the loop take turns going first after the copy,
+         * which leaves the caches cold.  A shape that repeats calls in a
+         * sample (one that takes under MIN_SAMPLE_SECONDS) is about
+         * latency, so each of its samples starts warm, after one untimed
+         * call; a large shape's samples start cold, like memcpy's. */
+        bool warm = calls > 1;
+        for (int turn = 0; turn < 3; turn++) {
+            int which = (turn + r) % 3;
+            if (which == 0) {
+                if (warm)
+                    run_operator(g, ix, s->top_k, o);
+                t0 = cli_now();
+                for (int c = 0; c < calls; c++)
+                    run_operator(g, ix, s->top_k, o);
+                op[r] = (cli_now() - t0) / calls;
+            } else if (which == 1 && r < loop_reps) {
+                if (warm)
+                    moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_AUTO);
+                t0 = cli_now();
+                for (int c = 0; c < calls; c++)
+                    moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_AUTO);
+                loop[r] = (cli_now() - t0) / calls;
+            } else if (which == 2 && r < portable_reps) {
+                if (warm)
+                    moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_PORTABLE);
+                t0 = cli_now();
+                for (int c = 0; c < calls; c++)
+                    moeperm_kernel_run_path(&loop_plan, 1, MOEPERM_PATH_PORTABLE);
+                portable[r] = (cli_now() - t0) / calls;
+            }
         }
     }
     res->dtype = dtype;
@@ -256,8 +338,11 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     res->calls_per_sample = calls;
     res->op_median = median(op, reps, &res->op_best);
     res->memcpy_median = median(mc, reps, &res->memcpy_best);
+    res->read_median = median(rd, reps, &res->read_best);
     if (with_loop)
         res->loop_median = median(loop, loop_reps, &res->loop_best);
+    if (portable_reps > 0)
+        res->portable_median = median(portable, portable_reps, &res->portable_best);
 
 done:
     moeperm_tensor_destroy(g);
@@ -268,11 +353,15 @@ done:
     free(experts);
     free(out);
     free(reference);
+    if (own_source)
+        free(source);
     if (own_copy)
         free(copy);
     free(op);
     free(mc);
     free(loop);
+    free(rd);
+    free(portable);
     return status;
 }
 
@@ -411,8 +500,8 @@ int cmd_bench(int argc, char **argv)
         printf("moeperm bench: T=%" PRId64 " K=%" PRId64 " H=%" PRId64 ", %d thread%s, path %s, "
                "%" PRId64 " reps (median / best)\n",
                s.tokens, s.top_k, s.hidden, team, team == 1 ? "" : "s", path, reps);
-        printf("%-8s %10s %17s %17s %7s %12s %s\n", "dtype", "MiB", "operator GB/s",
-               "memcpy GB/s", "ratio", "vs 1-thread", "bits");
+        printf("%-8s %10s %17s %17s %7s %10s %12s %s\n", "dtype", "MiB", "operator GB/s",
+               "memcpy GB/s", "ratio", "read GB/s", "vs 1-thread", "bits");
     }
     for (int i = 0; i < n; i++) {
         const result *r = &results[i];
@@ -420,6 +509,7 @@ int cmd_bench(int argc, char **argv)
         double mc_med = gbps(r->memcpy_bytes, r->memcpy_median);
         double mc_best = gbps(r->memcpy_bytes, r->memcpy_best);
         double ratio = mc_med > 0 ? op_med / mc_med : 0.0;
+        double rd_med = gbps(r->memcpy_bytes / 2, r->read_median);
         double speedup = r->op_median > 0 ? r->loop_median / r->op_median : 0.0;
         all_match = all_match && r->bits_match;
         if (json) {
@@ -427,22 +517,27 @@ int cmd_bench(int argc, char **argv)
                    "\"seconds_best\": %.9g, \"gbps_median\": %.4f, \"gbps_best\": %.4f, "
                    "\"memcpy_bytes\": %" PRId64 ", \"memcpy_gbps_median\": %.4f, "
                    "\"memcpy_gbps_best\": %.4f, \"ratio_memcpy\": %.4f, "
+                   "\"read_gbps_median\": %.4f, \"ratio_read\": %.4f, "
                    "\"loop_seconds_median\": %.9g, \"speedup_vs_loop\": %.4f, "
-                   "\"loop_checked\": %s, "
+                   "\"loop_checked\": %s, \"portable_seconds_median\": %.9g, "
+                   "\"speedup_vs_portable_loop\": %.4f, "
                    "\"calls_per_sample\": %d, \"kernel_threads\": %d, "
                    "\"bits_match_portable\": %s}",
                    i ? ", " : "", moeperm_dtype_name(r->dtype), r->bytes, r->op_median,
-                   r->op_best, op_med, op_best, r->memcpy_bytes, mc_med, mc_best, ratio,
+                   r->op_best, op_med, op_best, r->memcpy_bytes, mc_med, mc_best, ratio, rd_med,
+                   rd_med > 0 ? op_med / rd_med : 0.0,
                    r->loop_median, speedup, r->with_loop ? "true" : "false",
+                   r->portable_median,
+                   r->op_median > 0 ? r->portable_median / r->op_median : 0.0,
                    r->calls_per_sample, r->kernel_threads,
                    r->bits_match ? "true" : "false");
         } else {
             char versus[32] = "-";
             if (r->with_loop)
                 snprintf(versus, sizeof versus, "%.2fx", speedup);
-            printf("%-8s %10.1f %8.2f / %6.2f %8.2f / %6.2f %7.3f %12s %s\n",
+            printf("%-8s %10.1f %8.2f / %6.2f %8.2f / %6.2f %7.3f %10.2f %12s %s\n",
                    moeperm_dtype_name(r->dtype), (double)r->bytes / (1 << 20), op_med, op_best,
-                   mc_med, mc_best, ratio, versus,
+                   mc_med, mc_best, ratio, rd_med, versus,
                    !r->with_loop ? "unchecked" : r->bits_match ? "same" : "DIFFER");
         }
     }

@@ -14,6 +14,7 @@ failures=0
 # One thread: memcheck serialises threads anyway, and libgomp's thread
 # pool would only add noise.
 export OMP_NUM_THREADS=1
+# shellcheck disable=SC2054 # the commas belong to valgrind's option values
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect
     --errors-for-leak-kinds=definite,indirect --log-file="$work/vg.%p")
 

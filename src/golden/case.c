@@ -408,6 +408,16 @@ static int read_manifest(reader *r, json_object *root, const char *dir, bool loa
     return read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2, NULL);
 }
 
+/* Where the text after the JSON value starts, past white space.  json-c is
+ * given the terminating NUL too, and a trailing comment ("//") can swallow
+ * it, putting the parse end one past the string: clamp it there. */
+static size_t trailing_text(const char *text, size_t parse_end)
+{
+    size_t len = strlen(text);
+    size_t end = parse_end < len ? parse_end : len;
+    return end + strspn(text + end, " \t\r\n");
+}
+
 int golden_case_read(const char *dir, bool load_output, golden_case *c, char *err,
                      size_t err_len)
 {
@@ -432,8 +442,7 @@ int golden_case_read(const char *dir, bool load_output, golden_case *c, char *er
     } else if (!root) {
         fail(&r, "not valid JSON near byte %zu: %s", json_tokener_get_parse_end(tok),
              json_tokener_error_desc(json_tokener_get_error(tok)));
-    } else if (text[json_tokener_get_parse_end(tok) + strspn(text + json_tokener_get_parse_end(tok),
-                                                              " \t\r\n")] != '\0') {
+    } else if (text[trailing_text(text, json_tokener_get_parse_end(tok))] != '\0') {
         /* json-c stops after the first complete value; a second one, or
          * garbage, means the file is not the manifest it claims to be. */
         fail(&r, "unexpected text after the JSON object at byte %zu",
@@ -793,7 +802,9 @@ int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, 
         golden_free_paths(list.items, list.count);
         return -1;
     }
-    qsort(list.items, list.count, sizeof *list.items, compare_paths);
+    /* No case found leaves items NULL, and qsort(NULL, 0, ...) is undefined. */
+    if (list.count > 1)
+        qsort(list.items, list.count, sizeof *list.items, compare_paths);
     *dirs = list.items;
     *count = list.count;
     return 0;

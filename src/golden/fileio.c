@@ -160,6 +160,15 @@ int golden_read_text(const char *path, size_t max_size, char **text, char *err, 
         done += (size_t)got;
     }
     close(fd);
+    /* A NUL would end the text early for every string function after this
+     * one, so whatever follows it would be silently ignored. */
+    const char *nul = memchr(buffer, '\0', done);
+    if (nul) {
+        snprintf(err, err_len, "%s holds a NUL byte at offset %zu; it must be text", path,
+                 (size_t)(nul - buffer));
+        free(buffer);
+        return -1;
+    }
     buffer[done] = '\0';
     *text = buffer;
     return 0;

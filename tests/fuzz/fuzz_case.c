@@ -41,13 +41,13 @@
 static const char separator[] = "\n--8<--\n";
 static const char *const files[4] = {"case.json", "permuted_output_grad.bin",
                                      "sorted_indices.bin", "input_grad.bin"};
-static char dir[64];
+static char dir[4096];
 
 /* The scratch directory goes when the process exits normally. */
 static void remove_dir(void)
 {
     for (int i = 0; i < 4; i++) {
-        char path[128];
+        char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);
     }
@@ -56,7 +56,7 @@ static void remove_dir(void)
 
 static void put(const char *name, const void *data, size_t size)
 {
-    char path[128];
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
@@ -87,7 +87,10 @@ static char *substitute(char *text, size_t *len, const char *tag, const char *va
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/moeperm-fuzz-case-XXXXXX");
+        /* libFuzzer ends with _Exit(), past atexit(): tools/ci-fuzz points
+         * TMPDIR at a directory it removes afterwards. */
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/moeperm-fuzz-case-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(dir))
             abort();
         atexit(remove_dir);
@@ -123,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     put(files[0], manifest, mlen);
     free(manifest);
     for (int i = 1; i < 4; i++) {
-        char path[128];
+        char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);
         if (i < parts)

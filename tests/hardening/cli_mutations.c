@@ -360,7 +360,7 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 2;
     }
-    char base[600], good_out[600], cmd[2048];
+    char base[600], good_out[600], cmd[4096];
     snprintf(base, sizeof base, "%s/base", work);
     snprintf(good_out, sizeof good_out, "%s/good.bin", work);
     /* Small and with dropped slots, so mutations reach every branch. */
@@ -425,6 +425,21 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* One fixed mutation with a fixed answer: a valid manifest followed by
+     * a NUL and more text is not a manifest (the text after a NUL was
+     * once ignored, so the case was accepted). */
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && cp -r '%s' '%s' && printf '\\0{x' >> '%s/case.json'", case_dir,
+             base, case_dir, case_dir);
+    if (system(cmd) != 0)
+        return 2;
+    char *nul_run[] = {moeperm, "run", case_dir, "--out", out_path, NULL};
+    int nul_status = run(nul_run, err_path);
+    if (!WIFEXITED(nul_status) || WEXITSTATUS(nul_status) != 2) {
+        printf("FAIL: a manifest with a NUL and trailing text was not refused with exit 2\n");
+        failures++;
+    }
+
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", work);
