@@ -9,7 +9,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "backend/backend.h"
 
 bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min, int64_t max,
                int64_t *out)
@@ -40,19 +43,27 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
-bool cli_device(const char *cmd, const char *device_flag, int *device)
+const backend_ops *cli_backend(const char *cmd, const char *backend_name,
+                               const char *device_flag, backend_options *options)
 {
+    const backend_ops *ops = backend_find(backend_name);
+    if (!ops) {
+        fprintf(stderr, "moeperm %s: --backend is \"%s\", expected cpu or npu\n", cmd,
+                backend_name);
+        return NULL;
+    }
     int64_t v = 0;
     if (device_flag) {
         if (!cli_int64(cmd, "--device", device_flag, 0, INT_MAX, &v))
-            return false;
+            return NULL;
     } else {
         const char *env = getenv("MOEPERM_NPU_DEVICE");
         if (env && env[0] && !cli_int64(cmd, "MOEPERM_NPU_DEVICE", env, 0, INT_MAX, &v))
-            return false;
+            return NULL;
     }
-    *device = (int)v;
-    return true;
+    memset(options, 0, sizeof *options);
+    options->device_id = (int)v;
+    return ops;
 }
 
 double cli_now(void)

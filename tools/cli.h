@@ -15,9 +15,15 @@ bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min,
                int64_t *out);
 bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *out);
 
-/* --device N when given (device_flag != NULL), else MOEPERM_NPU_DEVICE,
- * else 0.  Returns false after printing a message for a bad value. */
-bool cli_device(const char *cmd, const char *device_flag, int *device);
+/* The backend named by --backend (backend_name) with its options: the
+ * device is --device N when given (device_flag != NULL), else
+ * MOEPERM_NPU_DEVICE, else 0.  Returns NULL after printing a message that
+ * names the bad value. */
+struct backend_ops;
+struct backend_options;
+const struct backend_ops *cli_backend(const char *cmd, const char *backend_name,
+                                      const char *device_flag,
+                                      struct backend_options *options);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);

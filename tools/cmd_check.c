@@ -171,14 +171,9 @@ int cmd_check(int argc, char **argv)
         usage();
         return EXIT_BAD_INPUT;
     }
-    const backend_ops *ops = backend_find(backend_name);
-    if (!ops) {
-        fprintf(stderr, "moeperm check: --backend is \"%s\", expected cpu or npu\n",
-                backend_name);
-        return EXIT_BAD_INPUT;
-    }
-    backend_options bopts = {0};
-    if (!cli_device("check", device_flag, &bopts.device_id))
+    backend_options bopts;
+    const backend_ops *ops = cli_backend("check", backend_name, device_flag, &bopts);
+    if (!ops)
         return EXIT_BAD_INPUT;
 
     /* Every directory is listed before anything runs, so a typo in the last

@@ -58,14 +58,9 @@ int cmd_run(int argc, char **argv)
         usage();
         return EXIT_BAD_INPUT;
     }
-    const backend_ops *ops = backend_find(backend_name);
-    if (!ops) {
-        fprintf(stderr, "moeperm run: --backend is \"%s\", expected cpu or npu\n",
-                backend_name);
-        return EXIT_BAD_INPUT;
-    }
-    backend_options bopts = {0};
-    if (!cli_device("run", device_flag, &bopts.device_id))
+    backend_options bopts;
+    const backend_ops *ops = cli_backend("run", backend_name, device_flag, &bopts);
+    if (!ops)
         return EXIT_BAD_INPUT;
 
     char err[1024] = "";

@@ -41,17 +41,7 @@ size_t golden_dtype_size(moeperm_dtype dtype)
 
 const char *golden_dtype_name(moeperm_dtype dtype)
 {
-    switch (dtype) {
-    case MOEPERM_FLOAT:
-        return "float32";
-    case MOEPERM_FLOAT16:
-        return "float16";
-    case MOEPERM_BF16:
-        return "bf16";
-    case MOEPERM_INT32:
-        return "int32";
-    }
-    return "unknown";
+    return moeperm_dtype_name(dtype); /* the library's names are the manifest's */
 }
 
 bool golden_dtype_parse(const char *name, moeperm_dtype *dtype)
