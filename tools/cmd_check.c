@@ -18,9 +18,9 @@
 #include "golden/compare.h"
 #include "golden/fileio.h"
 
-static void usage(void)
+static void usage(FILE *to)
 {
-    fprintf(stderr, "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] "
+    fprintf(to, "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] "
                     "[--strict-nan] [--junit FILE]\n");
 }
 
@@ -159,16 +159,16 @@ int cmd_check(int argc, char **argv)
             junit_path = optarg;
             break;
         case 'h':
-            usage();
+            usage(stdout);
             return EXIT_OK;
         default:
-            usage();
+            usage(stderr);
             return EXIT_BAD_INPUT;
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "moeperm check: missing DIR\n");
-        usage();
+        usage(stderr);
         return EXIT_BAD_INPUT;
     }
     backend_options bopts;

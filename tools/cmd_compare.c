@@ -14,9 +14,9 @@
 #include "golden/compare.h"
 #include "golden/fileio.h"
 
-static void usage(void)
+static void usage(FILE *to)
 {
-    fprintf(stderr, "usage: moeperm compare CASE_DIR FILE [--strict-nan]\n");
+    fprintf(to, "usage: moeperm compare CASE_DIR FILE [--strict-nan]\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -34,17 +34,17 @@ int cmd_compare(int argc, char **argv)
             strict_nan = true;
             break;
         case 'h':
-            usage();
+            usage(stdout);
             return EXIT_OK;
         default:
-            usage();
+            usage(stderr);
             return EXIT_BAD_INPUT;
         }
     }
     if (optind + 2 != argc) {
         fprintf(stderr, "moeperm compare: expected two arguments, CASE_DIR and FILE, got %d\n",
                 argc - optind);
-        usage();
+        usage(stderr);
         return EXIT_BAD_INPUT;
     }
     const char *case_dir = argv[optind], *file = argv[optind + 1];

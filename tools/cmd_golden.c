@@ -19,9 +19,9 @@
 #include "golden/fileio.h"
 #include "golden/generate.h"
 
-static void usage(void)
+static void usage(FILE *to)
 {
-    fprintf(stderr,
+    fprintf(to,
             "usage: moeperm golden --out DIR [--suite NAME ...] [--seed N] [--force] [--list]\n"
             "       moeperm golden --out DIR --tokens T --topk K --hidden H --dtype D\n"
             "              [--rows R] [--experts E] [--hot P] [--values KIND]\n"
@@ -229,10 +229,10 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_HELP:
-            usage();
+            usage(stdout);
             return EXIT_OK;
         default:
-            usage();
+            usage(stderr);
             return EXIT_BAD_INPUT;
         }
         if (!ok)
@@ -240,12 +240,12 @@ int cmd_golden(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "moeperm golden: unexpected argument \"%s\"\n", argv[optind]);
-        usage();
+        usage(stderr);
         return EXIT_BAD_INPUT;
     }
     if (!out) {
         fprintf(stderr, "moeperm golden: missing --out DIR\n");
-        usage();
+        usage(stderr);
         return EXIT_BAD_INPUT;
     }
     if (one_off && suite_count) {

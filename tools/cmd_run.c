@@ -15,9 +15,9 @@
 #include "golden/case.h"
 #include "golden/fileio.h"
 
-static void usage(void)
+static void usage(FILE *to)
 {
-    fprintf(stderr, "usage: moeperm run CASE_DIR --out FILE [--backend cpu|npu] [--device N]\n");
+    fprintf(to, "usage: moeperm run CASE_DIR --out FILE [--backend cpu|npu] [--device N]\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -43,10 +43,10 @@ int cmd_run(int argc, char **argv)
             device_flag = optarg;
             break;
         case 'h':
-            usage();
+            usage(stdout);
             return EXIT_OK;
         default:
-            usage();
+            usage(stderr);
             return EXIT_BAD_INPUT;
         }
     }
@@ -55,7 +55,7 @@ int cmd_run(int argc, char **argv)
                 optind >= argc ? "missing CASE_DIR"
                 : optind + 1 < argc ? "takes exactly one CASE_DIR"
                                     : "missing --out FILE");
-        usage();
+        usage(stderr);
         return EXIT_BAD_INPUT;
     }
     backend_options bopts;

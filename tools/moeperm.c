@@ -27,6 +27,7 @@ static const char usage_text[] =
     "  check DIR ... [--backend cpu|npu] [--device N] [--strict-nan] [--junit FILE]\n"
     "      run and compare every case below each DIR\n"
     "  bench [--tokens T --topk K --hidden H --dtype D --threads N]\n"
+    "        [--reps N] [--json] [--path auto|portable|avx2|avx512]\n"
     "      time the operator in-process against memory bandwidth\n"
     "  version\n"
     "      print the tool's and the library's versions\n"

@@ -108,8 +108,9 @@ typedef struct moeperm_tensor moeperm_tensor;
  *
  * Any dtype value is accepted here; the operator checks dtypes.  Returns
  * the new tensor, or NULL (with moeperm_last_error() set) for a negative
- * dim, stride or offset, too many dims, or allocation failure.  The caller
- * owns the tensor and frees it with moeperm_tensor_destroy().  Thread safe.
+ * dim, stride or offset, too many dims, NULL dims with ndim > 0, or
+ * allocation failure.  The caller owns the tensor and frees it with
+ * moeperm_tensor_destroy().  Thread safe.
  */
 MOEPERM_API moeperm_tensor *moeperm_tensor_create(const int64_t *dims, uint64_t ndim,
                                                   moeperm_dtype dtype, const int64_t *strides,
