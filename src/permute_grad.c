@@ -26,9 +26,52 @@
 #include <omp.h>
 #endif
 
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <xmmintrin.h>
+#define MOEPERM_HAVE_MXCSR 1
+#else
+#include <fenv.h>
+#endif
+
 #include "fp.h"
 #include "internal.h"
 #include "kernel.h"
+
+/*
+ * The additions of spec 2 are IEEE binary32 additions rounded to nearest
+ * with subnormals kept, whatever the caller's floating-point environment: a
+ * framework may round upward, flush subnormals (MXCSR FTZ/DAZ) or unmask
+ * exceptions on its thread, and OpenMP workers keep the environment of the
+ * thread that created them.  Every thread that runs tasks therefore sets the
+ * default environment (all exceptions masked, round to nearest, no
+ * flushing) for the duration, then restores the caller's, adding the
+ * exception flags the run raised.
+ */
+#ifdef MOEPERM_HAVE_MXCSR
+typedef unsigned int fp_env;
+static inline fp_env fp_env_enter(void)
+{
+    fp_env saved = _mm_getcsr();
+    _mm_setcsr(0x1f80u | (saved & 0x3fu));
+    return saved;
+}
+static inline void fp_env_leave(fp_env saved)
+{
+    _mm_setcsr(saved | (_mm_getcsr() & 0x3fu));
+}
+#else
+typedef int fp_env;
+static inline fp_env fp_env_enter(void)
+{
+    fp_env saved = fegetround();
+    fesetround(FE_TONEAREST);
+    return saved;
+}
+static inline void fp_env_leave(fp_env saved)
+{
+    fesetround(saved);
+}
+#endif
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
@@ -84,8 +127,11 @@ DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, fp_float_to_bf16)
         float acc[COLUMN_BLOCK];                                                              \
         const struct moeperm_tensor *g = &plan->grad, *ix = &plan->indices, *o = &plan->out;  \
         /* grad is NULL when it has no rows (every slot dropped); offsetting   \
-         * a null pointer, even by 0, is undefined, and no row is read then. */ \
-        const type *grad = g->data ? (const type *)g->data + g->offset : NULL;                \
+         * a null pointer, even by 0, is undefined, and no row is read then.   \
+         * Its offset was never checked either (it addresses no element).     \
+         */                                                                    \
+        const type *grad =                                                                    \
+            g->data && g->dims[0] > 0 ? (const type *)g->data + g->offset : NULL;             \
         const int32_t *idx = (const int32_t *)ix->data + ix->offset;                          \
         type *out = (type *)o->data + o->offset + t * o->strides[0] + c0 * o->strides[1];     \
         int64_t rows = g->dims[0], k_count = plan->top_k;                                     \
@@ -166,12 +212,19 @@ static void run_portable(const struct moeperm_executor *plan, int team)
                                               : task_bf16;
     (void)team;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && tasks > 1)
+#pragma omp parallel num_threads(team) if (team > 1 && tasks > 1)
 #endif
-    for (int64_t i = 0; i < tasks; i++) {
-        int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
-        int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
-        task(plan, t, c0, n);
+    {
+        fp_env env = fp_env_enter();
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t i = 0; i < tasks; i++) {
+            int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
+            int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
+            task(plan, t, c0, n);
+        }
+        fp_env_leave(env);
     }
 }
 
@@ -285,10 +338,12 @@ static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
 {
     const struct moeperm_tensor *g = &plan->grad, *ix = &plan->indices, *o = &plan->out;
     x86_plan p = {
-        /* NULL when grad has no rows: no row is read then, and offsetting a
-         * null pointer, even by 0, is undefined. */
-        .grad = g->data ? (const char *)g->data + g->offset * (int64_t)moeperm_dtype_size(g->dtype)
-                        : NULL,
+        /* NULL when grad has no rows: no row is read then, offsetting a null
+         * pointer, even by 0, is undefined, and the offset of a view with
+         * no element was never checked (offset * size may overflow). */
+        .grad = g->data && g->dims[0] > 0
+                    ? (const char *)g->data + g->offset * (int64_t)moeperm_dtype_size(g->dtype)
+                    : NULL,
         .idx = (const int32_t *)ix->data + ix->offset,
         .out = (char *)o->data + o->offset * (int64_t)moeperm_dtype_size(g->dtype),
         .rows = g->dims[0],
@@ -311,7 +366,9 @@ static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
             ? (avx512 ? moeperm_x86_segment_f16_avx512 : moeperm_x86_segment_f16)
             : (avx512 ? moeperm_x86_segment_bf16_avx512 : moeperm_x86_segment_bf16);
     if (team <= 1 || tasks <= 1) {
+        fp_env env = fp_env_enter();
         x86_tasks(&p, segment, stream, 0, tasks);
+        fp_env_leave(env);
     } else {
         /* Runs of tasks handed out one at a time, so that a thread the OS
          * keeps waiting (a busy, shared machine) leaves its share to the
@@ -324,12 +381,14 @@ static void run_x86(const struct moeperm_executor *plan, int team, bool avx512)
 #pragma omp parallel num_threads(team)
 #endif
         {
+            fp_env env = fp_env_enter();
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
             for (int64_t r = 0; r < runs; r++)
                 x86_tasks(&p, segment, stream, r * run,
                           r * run + run < tasks ? r * run + run : tasks);
+            fp_env_leave(env);
         }
     }
 }

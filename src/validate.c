@@ -42,11 +42,13 @@ static moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64
                                 what, (unsigned long long)i, (long long)t->dims[i],
                                 (unsigned long long)i, (long long)t->strides[i]);
     }
-    int64_t size = (int64_t)moeperm_dtype_size(t->dtype);
-    if (__builtin_mul_overflow(t->offset, size, lo) || __builtin_add_overflow(last, 1, &last) ||
-        __builtin_mul_overflow(last, size, hi) || (uint64_t)*hi > (uint64_t)SIZE_MAX)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s spans more bytes than memory holds",
-                            what);
+    int64_t size = (int64_t)moeperm_dtype_size(t->dtype), end;
+    if (__builtin_mul_overflow(t->offset, size, lo) || __builtin_add_overflow(last, 1, &end) ||
+        __builtin_mul_overflow(end, size, hi) || (uint64_t)*hi > (uint64_t)SIZE_MAX)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "%s spans elements %lld (offset) to %lld of %lld bytes each, more "
+                            "bytes than memory holds",
+                            what, (long long)t->offset, (long long)last, (long long)size);
     return MOEPERM_SUCCESS;
 }
 

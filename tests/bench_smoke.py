@@ -37,6 +37,14 @@ def main():
     bad = subprocess.run([moeperm, "bench", "--dtype", "int8"], capture_output=True, text=True)
     if bad.returncode != 2:
         sys.exit(f"bench --dtype int8 exited {bad.returncode}, expected 2 (bad usage)")
+    # T*K*H*4 bytes past 2^63: refused before any allocation, naming the shape
+    # (it used to overflow int64 and report a negative size as out of memory).
+    huge = [moeperm, "bench", "--tokens", "4194303", "--topk", "512", "--hidden", "2147483647",
+            "--dtype", "float32", "--reps", "1"]
+    bad = subprocess.run(huge, capture_output=True, text=True, timeout=60)
+    if bad.returncode != 2 or "too large to address" not in bad.stderr:
+        sys.exit(f"{' '.join(huge)} exited {bad.returncode} ({bad.stderr.strip()}), expected 2 "
+                 "and 'too large to address'")
 
 
 if __name__ == "__main__":

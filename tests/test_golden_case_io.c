@@ -151,6 +151,41 @@ static void test_failed_write_leaves_earlier_outputs(void **state)
     golden_case_free(&c);
 }
 
+/* A FIFO (or a device that blocks on open) where a manifest or a tensor
+ * file should be is refused as not a regular file, at once: opening it for
+ * reading must not wait for a writer that never comes.  SIGALRM ends the
+ * test, failing it, should a read hang. */
+static void test_fifo_in_place_of_a_file_is_refused_without_hanging(void **state)
+{
+    (void)state;
+    char err[1024], path[512], file[600];
+    golden_case c = make_case(9, -1), back;
+    snprintf(path, sizeof path, "%s/fifo-case", root);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+
+    alarm(20);
+    snprintf(file, sizeof file, "%s/sorted_indices.bin", path);
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(mkfifo(file, 0600), 0);
+    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    if (!strstr(err, "sorted_indices.bin is not a regular file"))
+        fail_msg("unexpected message: %s", err);
+
+    snprintf(file, sizeof file, "%s/case.json", path);
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(mkfifo(file, 0600), 0);
+    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    if (!strstr(err, "case.json is not a regular file"))
+        fail_msg("unexpected message: %s", err);
+
+    void *data = NULL;
+    char hex[GOLDEN_SHA256_HEX];
+    assert_int_equal(golden_read_file(file, "the output", 4, &data, hex, err, sizeof err), -1);
+    assert_null(data);
+    alarm(0);
+}
+
 static void test_find_cases_is_sorted_and_skips_dot_directories(void **state)
 {
     (void)state;
@@ -184,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_written_case_reads_back_identical),
         cmocka_unit_test(test_existing_case_is_replaced_only_when_forced),
         cmocka_unit_test(test_failed_write_leaves_earlier_outputs),
+        cmocka_unit_test(test_fifo_in_place_of_a_file_is_refused_without_hanging),
         cmocka_unit_test(test_find_cases_is_sorted_and_skips_dot_directories),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

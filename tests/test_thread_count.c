@@ -4,6 +4,7 @@
  * every run must equal the first byte for byte (NaNs included: the same
  * code on the same inputs must give the same NaN bits too).
  */
+#include <fenv.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,90 @@
 
 #include "call.h"
 #include "naive.h"
+
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+
+/* The caller's floating-point environment does not reach the arithmetic:
+ * a framework that rounds upward, flushes subnormals (FTZ/DAZ, as
+ * torch.set_flush_denormal does) or unmasks the invalid exception still gets
+ * spec 2's bits, on the calling thread and on OpenMP workers created while
+ * that environment is in force (a worker inherits it from its creator). */
+static void test_caller_floating_point_environment_does_not_change_bits(void **state)
+{
+    (void)state;
+    /* Large enough (48 MiB moved) for the kernel to take two threads. */
+    enum { T = 2048, K = 2, H = 2048 };
+    const moeperm_dtype dtypes[2] = {MOEPERM_FLOAT, MOEPERM_BF16};
+    int32_t *indices = malloc(sizeof(int32_t) * T * K);
+    uint32_t *grad = malloc(sizeof(uint32_t) * T * K * H);
+    uint32_t *expected = malloc(sizeof(uint32_t) * T * H), *actual = malloc(sizeof(uint32_t) * T * H);
+    assert_true(indices && grad && expected && actual);
+    for (int32_t i = 0; i < T * K; i++)
+        indices[i] = i; /* token t sums rows 2t and 2t+1 */
+#ifdef _OPENMP
+    int max_threads = omp_get_max_threads();
+#endif
+    for (int d = 0; d < 2; d++) {
+        bool f32 = dtypes[d] == MOEPERM_FLOAT;
+        for (int64_t r = 0; r < T * K; r++) {
+            for (int64_t h = 0; h < H; h++) {
+                uint32_t v;
+                switch (h % 4) {
+                case 0: /* 1 + 2^-25: 1 to nearest, 1 + ulp upward */
+                    v = r % 2 ? 0x33000000u : 0x3f800000u;
+                    break;
+                case 1: /* subnormal + subnormal: zero under FTZ/DAZ */
+                    v = f32 ? 0x00000005u : 0x00050000u;
+                    break;
+                case 2: /* inf + -inf: the invalid exception */
+                    v = r % 2 ? 0xff800000u : 0x7f800000u;
+                    break;
+                default:
+                    v = 0x3e000000u + (uint32_t)(r * 7 + h);
+                }
+                if (f32)
+                    grad[r * H + h] = v;
+                else
+                    ((uint16_t *)grad)[r * H + h] = (uint16_t)(v >> 16);
+            }
+        }
+        size_t bytes = naive_size(dtypes[d]) * T * H;
+        naive_permute_grad(dtypes[d], grad, T * K, H, indices, T, K, expected);
+        for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+            omp_set_num_threads(threads);
+#endif
+            memset(actual, 0, bytes);
+#ifdef HAVE_MXCSR
+            unsigned csr = _mm_getcsr();
+            /* FTZ (bit 15), DAZ (bit 6), invalid unmasked (bit 7 clear) */
+            _mm_setcsr((csr | 0x8040u) & ~0x0080u);
+#endif
+            fesetround(FE_UPWARD);
+            moeperm_status status =
+                call_permute_grad(dtypes[d], grad, T * K, H, indices, T, K, actual);
+            fesetround(FE_TONEAREST);
+#ifdef HAVE_MXCSR
+            _mm_setcsr(csr);
+#endif
+            assert_int_equal(status, MOEPERM_SUCCESS);
+            int64_t first = -1;
+            if (!naive_equal(dtypes[d], expected, actual, (int64_t)T * H, &first))
+                fail_msg("dtype %d, %d thread(s): element %lld differs under the caller's "
+                         "rounding mode / FTZ / DAZ", dtypes[d], threads, (long long)first);
+        }
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(max_threads);
+#endif
+    free(indices);
+    free(grad);
+    free(expected);
+    free(actual);
+}
 
 static void test_one_two_and_three_threads_give_identical_bits(void **state)
 {
@@ -62,6 +147,8 @@ static void test_one_two_and_three_threads_give_identical_bits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first: the OpenMP workers must be created inside its environment */
+        cmocka_unit_test(test_caller_floating_point_environment_does_not_change_bits),
         cmocka_unit_test(test_one_two_and_three_threads_give_identical_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

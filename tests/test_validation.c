@@ -280,6 +280,35 @@ static void test_out_overlapping_itself_or_an_input_is_invalid(void **state)
     moeperm_tensor_destroy(in_place);
 }
 
+/* A view whose bytes do not fit in 63 bits is refused, naming its offset
+ * and the last element it reaches. */
+static void test_view_past_the_address_space_is_invalid_and_named(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_init(&f);
+    int64_t offset = INT64_MAX / 2 - 3; /* fine in elements, too many bytes */
+    moeperm_tensor *g =
+        moeperm_tensor_create(f.grad_dims, 2, MOEPERM_BF16, NULL, offset, f.grad);
+    moeperm_tensor *ix = moeperm_tensor_create(f.index_dims, 1, MOEPERM_INT32, NULL, 0, f.indices);
+    moeperm_tensor *o = moeperm_tensor_create(f.out_dims, 2, MOEPERM_BF16, NULL, 0, f.out);
+    assert_true(g && ix && o);
+    uint64_t ws;
+    moeperm_executor *plan = (moeperm_executor *)(uintptr_t)1;
+    assert_int_equal(moeperm_token_permute_grad_get_workspace_size(g, ix, K, false, o, &ws, &plan),
+                     MOEPERM_ERR_PARAM_INVALID);
+    assert_null(plan);
+    const char *message = moeperm_last_error();
+    if (!strstr(message, "permuted_output_grad") || !strstr(message, "4611686018427387900") ||
+        !strstr(message, "4611686018427387923"))
+        fail_msg("message \"%s\" does not name the offset and the last element", message);
+    for (size_t i = 0; i < sizeof f.out; i++)
+        assert_int_equal(((unsigned char *)f.out)[i], 0x5a);
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(o);
+}
+
 static void test_tensor_create_refuses_negative_and_too_many_dims(void **state)
 {
     (void)state;
@@ -349,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_index_outside_range_is_invalid_and_named),
         cmocka_unit_test(test_duplicate_index_is_invalid_and_names_both_places),
         cmocka_unit_test(test_out_overlapping_itself_or_an_input_is_invalid),
+        cmocka_unit_test(test_view_past_the_address_space_is_invalid_and_named),
         cmocka_unit_test(test_tensor_create_refuses_negative_and_too_many_dims),
         cmocka_unit_test(test_a_stream_on_the_cpu_is_refused_and_frees_the_plan),
         cmocka_unit_test(test_status_names_are_the_macro_names),

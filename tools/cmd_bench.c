@@ -466,6 +466,18 @@ int cmd_bench(int argc, char **argv)
                 s.tokens * s.top_k);
         return EXIT_BAD_INPUT;
     }
+    /* The grad of the widest dtype asked for, in bytes, and bench_dtype()'s
+     * sums of it must stay far inside int64. */
+    int64_t widest = (mask & 1) ? 4 : 2, grad_bytes;
+    if (__builtin_mul_overflow(s.tokens * s.top_k, s.hidden, &grad_bytes) ||
+        __builtin_mul_overflow(grad_bytes, widest, &grad_bytes) ||
+        grad_bytes > INT64_MAX / 4) {
+        fprintf(stderr,
+                "moeperm bench: --tokens %" PRId64 " * --topk %" PRId64 " * --hidden %" PRId64
+                " elements of %" PRId64 " bytes are too large to address\n",
+                s.tokens, s.top_k, s.hidden, widest);
+        return EXIT_BAD_INPUT;
+    }
 #ifdef _OPENMP
     if (threads > 0)
         omp_set_num_threads((int)threads);

@@ -248,6 +248,10 @@ int cmd_golden(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
+    if (out[0] == '\0') { /* "" would put the cases under / */
+        fprintf(stderr, "moeperm golden: --out is \"\", expected a directory\n");
+        return EXIT_BAD_INPUT;
+    }
     if (one_off && suite_count) {
         fprintf(stderr, "moeperm golden: --suite and the custom-case options (--tokens ...) "
                         "cannot be combined\n");

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -562,14 +563,16 @@ static int write_in(const char *dir, const char *file, const void *data, size_t 
         snprintf(err, err_len, "out of memory writing %s", dir);
         return -1;
     }
-    FILE *f = fopen(path, "wb");
+    /* fsync before the directory is renamed into place, as for single
+     * files: after a power loss a case that looks complete is complete. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     int rc = 0;
-    if (!f) {
+    if (fd < 0) {
         rc = -1;
     } else {
-        if (size > 0 && fwrite(data, 1, size, f) != size)
+        if (golden_write_all(fd, data, size) != 0 || fsync(fd) != 0)
             rc = -1;
-        if (fclose(f) != 0)
+        if (close(fd) != 0)
             rc = -1;
     }
     if (rc != 0)

@@ -102,6 +102,15 @@ expect_refusal "a second JSON value after the manifest" 'unexpected text after t
 fresh; mutate 's/"padded_mode": false/"padded_mode": true/'
 expect_refusal "padded_mode true (refused by the operator)" 'padded'
 
+# Not a manifest, but the same promise for `golden`: an empty --out would
+# write under /, so it is bad usage.
+rc=0
+"$moeperm" golden --out "" --suite routing >"$tmp/empty.out" 2>&1 || rc=$?
+if [ "$rc" -ne 2 ] || ! grep -q -- '--out is ""' "$tmp/empty.out"; then
+    echo "FAIL: golden --out \"\" exited $rc: $(cat "$tmp/empty.out")" >&2
+    failures=$((failures + 1))
+fi
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures mutations were not refused properly" >&2
     exit 1
