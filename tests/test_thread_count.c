@@ -1,6 +1,6 @@
 /*
  * Thread count does not change the bits: one case large enough to be split
- * over threads runs with 1, 2 and 3 OpenMP threads and again with 2, and
+ * over 2 or 3 threads runs with 1, 2 and 3 OpenMP threads and again with 2, and
  * every run must equal the first byte for byte (NaNs included: the same
  * code on the same inputs must give the same NaN bits too).
  */
@@ -19,6 +19,7 @@
 #endif
 
 #include "call.h"
+#include "kernel.h"
 #include "naive.h"
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
@@ -105,13 +106,36 @@ static void test_caller_floating_point_environment_does_not_change_bits(void **s
     free(actual);
 }
 
+/* The thread team the kernel would use for this case with 3 threads. */
+static int team_for(moeperm_dtype dtype, void *grad, int64_t rows, int64_t hidden,
+                    int32_t *indices, int64_t tokens, int64_t top_k, void *out)
+{
+    int64_t gd[2] = {rows, hidden}, id[1] = {tokens * top_k}, od[2] = {tokens, hidden};
+    moeperm_tensor *g = moeperm_tensor_create(gd, 2, dtype, NULL, 0, grad);
+    moeperm_tensor *ix = moeperm_tensor_create(id, 1, MOEPERM_INT32, NULL, 0, indices);
+    moeperm_tensor *o = moeperm_tensor_create(od, 2, dtype, NULL, 0, out);
+    uint64_t ws;
+    moeperm_executor *plan = NULL;
+    assert_int_equal(
+        moeperm_token_permute_grad_get_workspace_size(g, ix, top_k, false, o, &ws, &plan), 0);
+    int team = moeperm_kernel_threads(plan, 3);
+    moeperm_executor_destroy(plan);
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(o);
+    return team;
+}
+
 static void test_one_two_and_three_threads_give_identical_bits(void **state)
 {
     (void)state;
 #ifndef _OPENMP
     skip();
 #else
-    enum { T = 301, K = 8, H = 700 };
+    /* Large enough that the kernel takes 3 threads for fp32 and 2 for the
+     * 16-bit types (it sizes the team by the bytes moved); checked below so
+     * the test cannot quietly become a one-thread test. */
+    enum { T = 1024, K = 8, H = 2048 };
     const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
     int32_t *indices = malloc(sizeof(int32_t) * T * K);
     uint32_t *grad = malloc(sizeof(uint32_t) * T * K * H);
@@ -124,6 +148,8 @@ static void test_one_two_and_three_threads_give_identical_bits(void **state)
     int max_threads = omp_get_max_threads();
     for (int d = 0; d < 3; d++) {
         size_t bytes = naive_size(dtypes[d]) * T * H;
+        assert_int_equal(team_for(dtypes[d], grad, T * K - 5, H, indices, T, K, first),
+                         dtypes[d] == MOEPERM_FLOAT ? 3 : 2);
         omp_set_num_threads(1);
         assert_int_equal(call_permute_grad(dtypes[d], grad, T * K - 5, H, indices, T, K, first), 0);
         const int counts[] = {2, 3, 2, 1};
