@@ -76,12 +76,6 @@ static inline void fp_env_leave(fp_env saved)
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
 
-typedef struct row_view {
-    const char *base;   /* element 0 of row 0 */
-    int64_t row_stride; /* in elements */
-    int64_t col_stride; /* in elements */
-} row_view;
-
 /* One widen / accumulate / narrow triple per dtype.  `stride` is passed as
  * a literal 1 on the contiguous path so the compiler can vectorise across
  * columns, which never reorders the k loop. */

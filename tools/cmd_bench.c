@@ -103,6 +103,20 @@ static int team_size(int threads)
 #endif
 }
 
+/* The calling thread's part of `bytes` split over the team: page-aligned
+ * shares, so the copy and the read below split their buffers alike. */
+static void thread_share(int64_t bytes, int64_t *lo, int64_t *hi)
+{
+    int64_t id = 0, count = 1;
+#ifdef _OPENMP
+    id = omp_get_thread_num();
+    count = omp_get_num_threads();
+#endif
+    int64_t share = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
+    *lo = id * share;
+    *hi = *lo + share < bytes ? *lo + share : bytes;
+}
+
 /* One memcpy call per thread on its share: for large shares glibc switches
  * to non-temporal stores (its x86_non_temporal_threshold), the fastest copy
  * it has. */
@@ -113,13 +127,8 @@ static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int team)
 #pragma omp parallel num_threads(team) if (team > 1)
 #endif
     {
-        int64_t id = 0, count = 1;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-        count = omp_get_num_threads();
-#endif
-        int64_t share = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
-        int64_t lo = id * share, hi = lo + share < bytes ? lo + share : bytes;
+        int64_t lo, hi;
+        thread_share(bytes, &lo, &hi);
         if (lo < hi)
             memcpy(dst + lo, src + lo, (size_t)(hi - lo));
     }
@@ -136,13 +145,8 @@ static uint64_t parallel_read(const char *src, int64_t bytes, int team)
 #pragma omp parallel num_threads(team) if (team > 1) reduction(^ : total)
 #endif
     {
-        int64_t id = 0, count = 1;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-        count = omp_get_num_threads();
-#endif
-        int64_t share = ((bytes + count - 1) / count + 4095) & ~INT64_C(4095);
-        int64_t lo = id * share, hi = lo + share < bytes ? lo + share : bytes;
+        int64_t lo, hi;
+        thread_share(bytes, &lo, &hi);
         uint64_t a = 0, b = 0, c = 0, d = 0;
         for (int64_t i = lo; i + 32 <= hi; i += 32) {
             uint64_t w[4];
