@@ -60,6 +60,11 @@ void moeperm_kernel_choose_path(moeperm_kernel_path path);
 /* "portable", "x86-avx2", "x86-avx512" (for the benchmark's report). */
 const char *moeperm_kernel_path_name(moeperm_kernel_path path);
 
+/* The path a plan with unit column strides runs when `path` is asked: AUTO
+ * becomes the chosen or the best path, and a path this CPU lacks the
+ * portable one. */
+moeperm_kernel_path moeperm_kernel_resolve_path(moeperm_kernel_path path);
+
 /* moeperm_kernel_run() on a chosen path.  A path the CPU does not have, or
  * a plan the path does not handle (a column stride other than 1), runs on
  * the portable path. */

@@ -435,6 +435,21 @@ const char *moeperm_kernel_path_name(moeperm_kernel_path path)
     }
 }
 
+moeperm_kernel_path moeperm_kernel_resolve_path(moeperm_kernel_path path)
+{
+    if (path == MOEPERM_PATH_AUTO)
+        path = (moeperm_kernel_path)atomic_load_explicit(&chosen_path, memory_order_relaxed);
+    if (path == MOEPERM_PATH_AUTO)
+        path = moeperm_kernel_best_path();
+#ifdef MOEPERM_HAVE_X86_PATH
+    if (path == MOEPERM_PATH_X86_AVX512 && moeperm_x86_avx512_available())
+        return path;
+    if (path == MOEPERM_PATH_X86_AVX2 && moeperm_x86_available())
+        return path;
+#endif
+    return MOEPERM_PATH_PORTABLE;
+}
+
 void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
                              moeperm_kernel_path path)
 {
@@ -442,18 +457,11 @@ void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
     if (tokens == 0 || hidden == 0)
         return;
     int team = moeperm_kernel_threads(plan, threads);
-    if (path == MOEPERM_PATH_AUTO)
-        path = (moeperm_kernel_path)atomic_load_explicit(&chosen_path, memory_order_relaxed);
-    if (path == MOEPERM_PATH_AUTO)
-        path = moeperm_kernel_best_path();
+    path = moeperm_kernel_resolve_path(path);
 #ifdef MOEPERM_HAVE_X86_PATH
     bool unit_columns = plan->grad.strides[1] == 1 && plan->out.strides[1] == 1;
-    if (path == MOEPERM_PATH_X86_AVX512 && unit_columns && moeperm_x86_avx512_available()) {
-        run_x86(plan, team, true);
-        return;
-    }
-    if (path == MOEPERM_PATH_X86_AVX2 && unit_columns && moeperm_x86_available()) {
-        run_x86(plan, team, false);
+    if (path != MOEPERM_PATH_PORTABLE && unit_columns) {
+        run_x86(plan, team, path == MOEPERM_PATH_X86_AVX512);
         return;
     }
 #endif

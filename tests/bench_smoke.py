@@ -8,7 +8,8 @@ import sys
 
 REQUIRED = ("dtype", "bytes", "seconds_median", "seconds_best", "gbps_median", "gbps_best",
             "memcpy_bytes", "memcpy_gbps_median", "memcpy_gbps_best", "ratio_memcpy",
-            "read_gbps_median", "ratio_read",
+            "copy_gbps_median", "copy_gbps_best", "ratio_copy",
+            "read_gbps_median", "read_gbps_best", "ratio_read",
             "loop_seconds_median", "speedup_vs_loop", "kernel_threads", "bits_match_portable")
 
 
@@ -32,7 +33,8 @@ def main():
             sys.exit(f"{result.get('dtype')}: fields {missing} missing")
         if result["bits_match_portable"] is not True:
             sys.exit(f"{result['dtype']}: the fast path's bits differ from the portable loop's")
-        if not result["seconds_median"] > 0 or not result["memcpy_gbps_median"] > 0:
+        if not all(result[key] > 0 for key in ("seconds_median", "memcpy_gbps_median",
+                                                "copy_gbps_median", "read_gbps_median")):
             sys.exit(f"{result['dtype']}: non-positive timings in {result}")
     bad = subprocess.run([moeperm, "bench", "--dtype", "int8"], capture_output=True, text=True)
     if bad.returncode != 2:

@@ -278,6 +278,36 @@ static void expect_failure(const char *var, const char *value, const char *call,
     assert_non_null(strstr(err, message));
 }
 
+/* A case the CPU reference refuses (a repeated index, padded mode) is bad
+ * input, named as the reference names it, and never reaches the device:
+ * the vendor's host code may let bad indices through to the kernel. */
+static void test_case_the_reference_refuses_never_reaches_the_device(void **state)
+{
+    (void)state;
+    float out[6];
+    int32_t repeated[6] = {4, 0, 2, 5, 1, 0};
+    golden_case c = hand_case(MOEPERM_FLOAT, (void *)hand_grad);
+    backend *b = open_npu();
+    fake_acl_stats seen = *stats_get();
+    char err[512] = "";
+    c.sorted_indices = repeated;
+    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_BAD_INPUT);
+    if (!strstr(err, "sorted_indices[5] = 0 repeats sorted_indices[1]"))
+        fail_msg("message: %s", err);
+    c.sorted_indices = (int32_t *)hand_indices;
+    c.padded_mode = true;
+    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_BAD_INPUT);
+    if (!strstr(err, "padded_mode = true"))
+        fail_msg("message: %s", err);
+    assert_int_equal(stats_get()->malloc_calls, seen.malloc_calls);
+    assert_int_equal(stats_get()->memcpys, seen.memcpys);
+    assert_int_equal(stats_get()->plans, seen.plans);
+    /* and the backend still runs a good case afterwards */
+    c.padded_mode = false;
+    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    backend_npu.close(b);
+}
+
 /* The fake counts from its loading, which this process holds: the next
  * call is number count + 1. */
 static void test_operator_refusal_names_code_and_message(void **state)
@@ -466,6 +496,7 @@ int main(int argc, char **argv)
         T(test_each_refused_allocation_fails_and_leaks_nothing),
         T(test_each_failed_copy_fails_and_leaks_nothing),
         T(test_each_refused_tensor_fails_and_leaks_nothing),
+        T(test_case_the_reference_refuses_never_reaches_the_device),
         T(test_operator_refusal_names_code_and_message),
         T(test_operator_run_failure_names_code),
         T(test_sync_failure_is_failure),

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -254,6 +255,98 @@ static void test_duplicate_index_is_invalid_and_names_both_places(void **state)
     expect_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices[6] = 5 repeats sorted_indices[2]");
 }
 
+/* First phase on n indices (K = 1, H = 1, grad of n rows) read with the
+ * given stride from `storage`; returns the status and leaves the message in
+ * moeperm_last_error(). */
+static moeperm_status validate_indices(int32_t *storage, int64_t n, int64_t stride)
+{
+    static float grad[1024], out[1024];
+    int64_t grad_dims[2] = {n, 1}, index_dims[1] = {n}, index_strides[1] = {stride};
+    int64_t out_dims[2] = {n, 1};
+    moeperm_tensor *g = moeperm_tensor_create(grad_dims, 2, MOEPERM_FLOAT, NULL, 0, grad);
+    moeperm_tensor *ix =
+        moeperm_tensor_create(index_dims, 1, MOEPERM_INT32, index_strides, 0, storage);
+    moeperm_tensor *o = moeperm_tensor_create(out_dims, 2, MOEPERM_FLOAT, NULL, 0, out);
+    assert_non_null(g);
+    assert_non_null(ix);
+    assert_non_null(o);
+    uint64_t workspace;
+    moeperm_executor *plan = NULL;
+    moeperm_status status =
+        moeperm_token_permute_grad_get_workspace_size(g, ix, 1, false, o, &workspace, &plan);
+    moeperm_executor_destroy(plan);
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(o);
+    return status;
+}
+
+/* The index check walks several stretches of the indices side by side
+ * before falling back to a walk in order for the message: whatever the
+ * count (stretches of every length, with and without a remainder), the
+ * stride and where the bad index sits, a permutation passes and the first
+ * bad position in order is the one named. */
+static void test_index_check_names_the_first_bad_position_at_every_count(void **state)
+{
+    (void)state;
+    static int32_t storage[3 * 1024];
+    char want[128];
+    for (int64_t stride = 1; stride <= 3; stride += 2)
+        for (int64_t n = 1; n <= 41; n++) {
+            uint64_t seed = (uint64_t)(n * 7 + stride);
+            /* a shuffled permutation of [0, n) */
+            for (int64_t i = 0; i < n; i++)
+                storage[i * stride] = (int32_t)i;
+            for (int64_t i = n - 1; i > 0; i--) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                int64_t j = (int64_t)((seed >> 33) % (uint64_t)(i + 1));
+                int32_t swap = storage[i * stride];
+                storage[i * stride] = storage[j * stride];
+                storage[j * stride] = swap;
+            }
+            if (validate_indices(storage, n, stride) != MOEPERM_SUCCESS)
+                fail_msg("n %lld stride %lld: a permutation was refused: %s", (long long)n,
+                         (long long)stride, moeperm_last_error());
+            for (int64_t p = 0; p < n; p++) {
+                int32_t kept = storage[p * stride];
+                int32_t bad = p % 2 ? (int32_t)n : -1 - (int32_t)p;
+                storage[p * stride] = bad;
+                assert_int_equal(validate_indices(storage, n, stride),
+                                 MOEPERM_ERR_PARAM_INVALID);
+                snprintf(want, sizeof want, "sorted_indices[%lld] = %d is outside [0, %lld]",
+                         (long long)p, bad, (long long)(n - 1));
+                if (!strstr(moeperm_last_error(), want))
+                    fail_msg("n %lld stride %lld: \"%s\", expected \"%s\"", (long long)n,
+                             (long long)stride, moeperm_last_error(), want);
+                /* the value of position q < p repeated at p */
+                if (p > 0) {
+                    int64_t q = (n * 3 + 1) % p;
+                    storage[p * stride] = storage[q * stride];
+                    assert_int_equal(validate_indices(storage, n, stride),
+                                     MOEPERM_ERR_PARAM_INVALID);
+                    snprintf(want, sizeof want, "sorted_indices[%lld] = %d repeats "
+                             "sorted_indices[%lld]", (long long)p, storage[q * stride],
+                             (long long)q);
+                    if (!strstr(moeperm_last_error(), want))
+                        fail_msg("n %lld stride %lld: \"%s\", expected \"%s\"",
+                                 (long long)n, (long long)stride, moeperm_last_error(), want);
+                }
+                storage[p * stride] = kept;
+            }
+        }
+    /* many indices sharing each bitmap word: identity and reversed orders */
+    for (int64_t i = 0; i < 1000; i++)
+        storage[i] = (int32_t)i;
+    assert_int_equal(validate_indices(storage, 1000, 1), MOEPERM_SUCCESS);
+    for (int64_t i = 0; i < 1000; i++)
+        storage[i] = (int32_t)(999 - i);
+    assert_int_equal(validate_indices(storage, 1000, 1), MOEPERM_SUCCESS);
+    storage[999] = 1;
+    assert_int_equal(validate_indices(storage, 1000, 1), MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "sorted_indices[999] = 1 repeats "
+                                                 "sorted_indices[998]"));
+}
+
 static void test_out_overlapping_itself_or_an_input_is_invalid(void **state)
 {
     (void)state;
@@ -377,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_padded_mode_true_is_invalid),
         cmocka_unit_test(test_index_outside_range_is_invalid_and_named),
         cmocka_unit_test(test_duplicate_index_is_invalid_and_names_both_places),
+        cmocka_unit_test(test_index_check_names_the_first_bad_position_at_every_count),
         cmocka_unit_test(test_out_overlapping_itself_or_an_input_is_invalid),
         cmocka_unit_test(test_view_past_the_address_space_is_invalid_and_named),
         cmocka_unit_test(test_tensor_create_refuses_negative_and_too_many_dims),

@@ -8,15 +8,18 @@
  * - the operator through the public two-phase API (validation and planning
  *   included), with the bytes it must move: the R*H grad elements read, the
  *   T*H output elements written and the T*K indices read;
- * - memcpy of MEMCPY_BYTES (MEMCPY_SMALL_BYTES for small shapes), split
- *   over the threads the kernel takes for the shape, counted as bytes read
- *   plus written;
+ * - three yardsticks over MEMCPY_BYTES (MEMCPY_SMALL_BYTES for small
+ *   shapes), split over the threads the kernel takes for the shape:
+ *   memcpy, one call per thread, counted as bytes read plus written (for
+ *   large calls glibc streams the writes past the caches: its fastest
+ *   copy); the same copy in COPY_CALL_BYTES calls, which glibc makes with
+ *   ordinary stores (what a copy below its non-temporal threshold gets);
+ *   and a read alone, eight pages at a time (the operator reads eight bytes
+ *   for each one it writes, so this is its ceiling);
  * - the kernel alone on one thread (the same path, no validation, no
  *   thread team): the single-threaded loop that small shapes must not lose
  *   to, so that thread start-up and planning never dominate; and for small
  *   shapes the portable C loop on one thread too.
- * - a plain read of the memcpy's source (the operator mostly reads; this
- *   says what reading alone achieves on the machine).
  * It reports the median and the best of each, the ratios of the medians,
  * and whether the default path gave the portable loop's bits (up to
  * LOOP_MAX_BYTES of grad; past it the loop is skipped).
@@ -47,6 +50,10 @@
 /* ... except below this much grad, where the shape is about latency, not
  * bandwidth, and memcpy moves just this much. */
 #define MEMCPY_SMALL_BYTES (INT64_C(32) << 20)
+/* The piece size of the ordinary-store copy: far below glibc's
+ * non-temporal threshold (a fraction of the last-level cache), far above
+ * the per-call cost. */
+#define COPY_CALL_BYTES (INT64_C(1) << 20)
 /* A timed sample repeats the call until it lasts this long, so that small
  * shapes are not measured at the clock's resolution. */
 #define MIN_SAMPLE_SECONDS 2e-3
@@ -117,10 +124,12 @@ static void thread_share(int64_t bytes, int64_t *lo, int64_t *hi)
     *hi = *lo + share < bytes ? *lo + share : bytes;
 }
 
-/* One memcpy call per thread on its share: for large shares glibc switches
- * to non-temporal stores (its x86_non_temporal_threshold), the fastest copy
- * it has. */
-static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int team)
+/* memcpy on each thread's share, in one call (call_bytes 0) or in calls of
+ * call_bytes.  For a large call glibc switches to non-temporal stores (its
+ * x86_non_temporal_threshold), which skip the read for ownership of the
+ * destination: its fastest copy.  Small calls copy with ordinary stores. */
+static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int64_t call_bytes,
+                            int team)
 {
     (void)team;
 #ifdef _OPENMP
@@ -129,14 +138,52 @@ static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int team)
     {
         int64_t lo, hi;
         thread_share(bytes, &lo, &hi);
-        if (lo < hi)
-            memcpy(dst + lo, src + lo, (size_t)(hi - lo));
+        int64_t step = call_bytes > 0 ? call_bytes : hi - lo;
+        for (int64_t at = lo; at < hi; at += step)
+            memcpy(dst + at, src + at, (size_t)(hi - at < step ? hi - at : step));
     }
 }
 
-/* A plain read of the same bytes (a sum of 64-bit words, four chains so
- * that it is not bound by addition latency), split like the copy: the
- * operator mostly reads, and this is what reading alone costs here. */
+/* READ_PAGES consecutive 4 KiB pages read in lockstep, 64 bytes of each per
+ * step, into one vector of sums per page.  A read of one stream at a time
+ * reaches only two thirds of this on the machine of docs/performance.md:
+ * a core's bandwidth is bound by how many lines it has in flight, and the
+ * hardware prefetcher keeps a few streams going at once, as it does for the
+ * operator's K rows.  Built for AVX-512 and AVX2 as well where GCC can pick
+ * the variant at load time: with SSE2's narrow vectors the loop issues too
+ * many instructions to keep enough lines in flight. */
+#define READ_PAGES 8
+#define READ_PAGE_BYTES 4096
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define READ_VARIANTS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define READ_VARIANTS
+#endif
+READ_VARIANTS static uint64_t read_pages(const char *src, int64_t lo, int64_t hi)
+{
+    uint64_t sums[READ_PAGES][8] = {{0}};
+    int64_t group = READ_PAGES * READ_PAGE_BYTES, at = lo;
+    for (; at + group <= hi; at += group)
+        for (int64_t j = 0; j < READ_PAGE_BYTES; j += 64)
+            for (int page = 0; page < READ_PAGES; page++) {
+                uint64_t words[8];
+                memcpy(words, src + at + page * READ_PAGE_BYTES + j, sizeof words);
+                for (int w = 0; w < 8; w++)
+                    sums[page][w] += words[w];
+            }
+    for (; at + 8 <= hi; at += 8) {
+        uint64_t word;
+        memcpy(&word, src + at, sizeof word);
+        sums[0][0] += word;
+    }
+    uint64_t total = 0;
+    for (int page = 0; page < READ_PAGES; page++)
+        for (int w = 0; w < 8; w++)
+            total += sums[page][w];
+    return total;
+}
+
+/* The read alone over the copy's source, split like the copy. */
 static uint64_t parallel_read(const char *src, int64_t bytes, int team)
 {
     uint64_t total = 0;
@@ -147,16 +194,7 @@ static uint64_t parallel_read(const char *src, int64_t bytes, int team)
     {
         int64_t lo, hi;
         thread_share(bytes, &lo, &hi);
-        uint64_t a = 0, b = 0, c = 0, d = 0;
-        for (int64_t i = lo; i + 32 <= hi; i += 32) {
-            uint64_t w[4];
-            memcpy(w, src + i, sizeof w);
-            a += w[0];
-            b += w[1];
-            c += w[2];
-            d += w[3];
-        }
-        total ^= a + b + c + d;
+        total ^= read_pages(src, lo, hi);
     }
     return total;
 }
@@ -170,7 +208,7 @@ typedef struct result {
     int64_t bytes, memcpy_bytes;
     int reps, calls_per_sample, kernel_threads;
     double op_median, op_best, memcpy_median, memcpy_best, loop_median, loop_best;
-    double read_median, read_best, portable_median, portable_best;
+    double read_median, read_best, copy_median, copy_best, portable_median, portable_best;
     bool bits_match, with_loop;
 } result;
 
@@ -232,10 +270,11 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     double *op = calloc((size_t)reps, sizeof *op), *mc = calloc((size_t)reps, sizeof *mc);
     double *loop = calloc((size_t)reps, sizeof *loop), *rd = calloc((size_t)reps, sizeof *rd);
     double *portable = calloc((size_t)reps, sizeof *portable);
+    double *cp = calloc((size_t)reps, sizeof *cp);
     moeperm_tensor *g = NULL, *ix = NULL, *o = NULL;
     if (!grad || !indices || !experts || !out || (with_loop && !reference) || !source || !copy ||
         !op ||
-        !mc || !loop || !rd || !portable) {
+        !mc || !loop || !rd || !portable || !cp) {
         fprintf(stderr, "moeperm bench: out of memory for T=%" PRId64 " K=%" PRId64
                         " H=%" PRId64 " %s (%" PRId64 " MiB of grad)\n",
                 s->tokens, s->top_k, s->hidden, moeperm_dtype_name(dtype), grad_bytes >> 20);
@@ -257,8 +296,10 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     memset(out, 0, (size_t)out_bytes);
     if (with_loop)
         memset(reference, 0, (size_t)out_bytes);
+    /* distinct pages: a hypervisor may merge pages of equal content, and
+     * reading merged pages measures its cache, not the memory */
     if (own_source)
-        memset(source, 1, (size_t)memcpy_bytes);
+        fill_grad(MOEPERM_FLOAT, source, memcpy_bytes / 4);
     memset(copy, 0, (size_t)memcpy_bytes);
 
     int64_t grad_dims[2] = {rows, s->hidden}, index_dims[1] = {count},
@@ -298,8 +339,11 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     team = res->kernel_threads;
     for (int r = 0; r < reps; r++) {
         t0 = cli_now();
-        parallel_memcpy(copy, source, memcpy_bytes, team);
+        parallel_memcpy(copy, source, memcpy_bytes, 0, team);
         mc[r] = cli_now() - t0;
+        t0 = cli_now();
+        parallel_memcpy(copy, source, memcpy_bytes, COPY_CALL_BYTES, team);
+        cp[r] = cli_now() - t0;
         t0 = cli_now();
         read_sink ^= parallel_read(source, memcpy_bytes, team);
         rd[r] = cli_now() - t0;
@@ -343,6 +387,7 @@ static int bench_dtype(const shape *s, moeperm_dtype dtype, int threads, int rep
     res->op_median = median(op, reps, &res->op_best);
     res->memcpy_median = median(mc, reps, &res->memcpy_best);
     res->read_median = median(rd, reps, &res->read_best);
+    res->copy_median = median(cp, reps, &res->copy_best);
     if (with_loop)
         res->loop_median = median(loop, loop_reps, &res->loop_best);
     if (portable_reps > 0)
@@ -366,6 +411,7 @@ done:
     free(loop);
     free(rd);
     free(portable);
+    free(cp);
     return status;
 }
 
@@ -488,9 +534,8 @@ int cmd_bench(int argc, char **argv)
 #endif
     int team = team_size((int)threads);
     moeperm_kernel_choose_path(forced);
-    const char *path = moeperm_kernel_path_name(forced != MOEPERM_PATH_AUTO
-                                                    ? forced
-                                                    : moeperm_kernel_best_path());
+    /* the path that runs: one this CPU lacks gives way to the portable one */
+    const char *path = moeperm_kernel_path_name(moeperm_kernel_resolve_path(forced));
 
     static const moeperm_dtype order[3] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
     static const int bits[3] = {4, 2, 1};
@@ -516,16 +561,22 @@ int cmd_bench(int argc, char **argv)
         printf("moeperm bench: T=%" PRId64 " K=%" PRId64 " H=%" PRId64 ", %d thread%s, path %s, "
                "%" PRId64 " reps (median / best)\n",
                s.tokens, s.top_k, s.hidden, team, team == 1 ? "" : "s", path, reps);
-        printf("%-8s %10s %17s %17s %7s %10s %12s %s\n", "dtype", "MiB", "operator GB/s",
-               "memcpy GB/s", "ratio", "read GB/s", "vs 1-thread", "bits");
+        printf("%-8s %7s %16s %16s %6s %16s %6s %9s %6s %8s %s\n", "dtype", "MiB",
+               "operator GB/s", "memcpy GB/s", "ratio", "copy GB/s", "ratio", "read GB/s",
+               "ratio", "1-thread", "bits");
     }
     for (int i = 0; i < n; i++) {
         const result *r = &results[i];
         double op_med = gbps(r->bytes, r->op_median), op_best = gbps(r->bytes, r->op_best);
         double mc_med = gbps(r->memcpy_bytes, r->memcpy_median);
         double mc_best = gbps(r->memcpy_bytes, r->memcpy_best);
-        double ratio = mc_med > 0 ? op_med / mc_med : 0.0;
+        double cp_med = gbps(r->memcpy_bytes, r->copy_median);
+        double cp_best = gbps(r->memcpy_bytes, r->copy_best);
         double rd_med = gbps(r->memcpy_bytes / 2, r->read_median);
+        double rd_best = gbps(r->memcpy_bytes / 2, r->read_best);
+        double ratio = mc_med > 0 ? op_med / mc_med : 0.0;
+        double ratio_copy = cp_med > 0 ? op_med / cp_med : 0.0;
+        double ratio_read = rd_med > 0 ? op_med / rd_med : 0.0;
         double speedup = r->op_median > 0 ? r->loop_median / r->op_median : 0.0;
         all_match = all_match && r->bits_match;
         if (json) {
@@ -533,15 +584,18 @@ int cmd_bench(int argc, char **argv)
                    "\"seconds_best\": %.9g, \"gbps_median\": %.4f, \"gbps_best\": %.4f, "
                    "\"memcpy_bytes\": %" PRId64 ", \"memcpy_gbps_median\": %.4f, "
                    "\"memcpy_gbps_best\": %.4f, \"ratio_memcpy\": %.4f, "
-                   "\"read_gbps_median\": %.4f, \"ratio_read\": %.4f, "
+                   "\"copy_gbps_median\": %.4f, \"copy_gbps_best\": %.4f, "
+                   "\"ratio_copy\": %.4f, "
+                   "\"read_gbps_median\": %.4f, \"read_gbps_best\": %.4f, "
+                   "\"ratio_read\": %.4f, "
                    "\"loop_seconds_median\": %.9g, \"speedup_vs_loop\": %.4f, "
                    "\"loop_checked\": %s, \"portable_seconds_median\": %.9g, "
                    "\"speedup_vs_portable_loop\": %.4f, "
                    "\"calls_per_sample\": %d, \"kernel_threads\": %d, "
                    "\"bits_match_portable\": %s}",
                    i ? ", " : "", moeperm_dtype_name(r->dtype), r->bytes, r->op_median,
-                   r->op_best, op_med, op_best, r->memcpy_bytes, mc_med, mc_best, ratio, rd_med,
-                   rd_med > 0 ? op_med / rd_med : 0.0,
+                   r->op_best, op_med, op_best, r->memcpy_bytes, mc_med, mc_best, ratio, cp_med,
+                   cp_best, ratio_copy, rd_med, rd_best, ratio_read,
                    r->loop_median, speedup, r->with_loop ? "true" : "false",
                    r->portable_median,
                    r->op_median > 0 ? r->portable_median / r->op_median : 0.0,
@@ -551,10 +605,11 @@ int cmd_bench(int argc, char **argv)
             char versus[32] = "-";
             if (r->with_loop)
                 snprintf(versus, sizeof versus, "%.2fx", speedup);
-            printf("%-8s %10.1f %8.2f / %6.2f %8.2f / %6.2f %7.3f %10.2f %12s %s\n",
+            printf("%-8s %7.1f %7.2f / %6.2f %7.2f / %6.2f %6.3f %7.2f / %6.2f %6.3f %9.2f "
+                   "%6.3f %8s %s\n",
                    moeperm_dtype_name(r->dtype), (double)r->bytes / (1 << 20), op_med, op_best,
-                   mc_med, mc_best, ratio, rd_med, versus,
-                   !r->with_loop ? "unchecked" : r->bits_match ? "same" : "DIFFER");
+                   mc_med, mc_best, ratio, cp_med, cp_best, ratio_copy, rd_med, ratio_read,
+                   versus, !r->with_loop ? "unchecked" : r->bits_match ? "same" : "DIFFER");
         }
     }
     if (json)

@@ -487,7 +487,10 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
 /* The reference run                                                      */
 /* ---------------------------------------------------------------------- */
 
-moeperm_status golden_run_reference(const golden_case *c, void *out, char *err, size_t err_len)
+/* The public API's first phase on c with out as the output, then, when run
+ * is true, its second phase. */
+static moeperm_status reference_call(const golden_case *c, void *out, bool run, char *err,
+                                     size_t err_len)
 {
     int64_t grad_dims[2] = {c->num_rows, c->hidden_size};
     int64_t index_dims[1] = {c->tokens_num * c->top_k};
@@ -512,6 +515,10 @@ moeperm_status golden_run_reference(const golden_case *c, void *out, char *err, 
         snprintf(err, err_len, "%s", moeperm_last_error());
         goto done;
     }
+    if (!run) {
+        moeperm_executor_destroy(executor);
+        goto done;
+    }
     if (workspace_size > 0 && !(workspace = malloc((size_t)workspace_size))) {
         moeperm_executor_destroy(executor);
         st = MOEPERM_ERR_INNER;
@@ -527,6 +534,17 @@ done:
     moeperm_tensor_destroy(indices);
     moeperm_tensor_destroy(grad);
     return st;
+}
+
+moeperm_status golden_run_reference(const golden_case *c, void *out, char *err, size_t err_len)
+{
+    return reference_call(c, out, true, err, err_len);
+}
+
+moeperm_status golden_check_reference(const golden_case *c, void *out, char *err,
+                                      size_t err_len)
+{
+    return reference_call(c, out, false, err, err_len);
 }
 
 /* ---------------------------------------------------------------------- */

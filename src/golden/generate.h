@@ -84,6 +84,12 @@ int golden_generate(const golden_spec *spec, const char *command, golden_case *c
 moeperm_status golden_run_reference(const golden_case *c, void *out, char *err,
                                     size_t err_len);
 
+/* The checks of golden_run_reference() alone (the first phase): whether the
+ * operator takes c, with the same status and sentence when it does not.
+ * out is not written. */
+moeperm_status golden_check_reference(const golden_case *c, void *out, char *err,
+                                      size_t err_len);
+
 /* ---------------------------------------------------------------------- */
 /* Built-in suites                                                        */
 /* ---------------------------------------------------------------------- */

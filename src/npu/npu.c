@@ -10,10 +10,14 @@
  * the device as it found it and the next case starts clean.  Device
  * pointers are never dereferenced here: they only travel to ACL calls.
  *
- * Every ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status
- * that says "invalid parameter": the case was already accepted by the
- * golden reader, so a refusal is the device stack's disagreement, not bad
- * input from the user.
+ * A case goes through the CPU reference's checks on the host first, and
+ * one the reference refuses is BACKEND_BAD_INPUT (exit 2) with its sentence,
+ * as on the cpu backend, before anything touches the device: the vendor's
+ * host code does not reliably reject bad indices (spec §3), and a case the
+ * reference refuses has no golden output to compare with.  After that, every
+ * ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status that says
+ * "invalid parameter": the case was accepted by the reference, so a refusal
+ * is the device stack's disagreement, not bad input from the user.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +27,7 @@
 
 #include "backend/backend.h"
 #include "golden/case.h"
+#include "golden/generate.h"
 #include "npu/acl.h"
 #include "npu/loader.h"
 
@@ -221,6 +226,15 @@ static int npu_run_case(backend *b, const golden_case *c, void *out, char *err, 
     default:
         snprintf(err, err_len, "dtype %d is not one the operator takes", (int)c->dtype);
         return BACKEND_BAD_INPUT;
+    }
+    switch (golden_check_reference(c, out, err, err_len)) {
+    case MOEPERM_SUCCESS:
+        break;
+    case MOEPERM_ERR_PARAM_NULLPTR:
+    case MOEPERM_ERR_PARAM_INVALID:
+        return BACKEND_BAD_INPUT;
+    default:
+        return BACKEND_FAILURE;
     }
     const int64_t T = c->tokens_num, K = c->top_k, H = c->hidden_size, R = c->num_rows;
     if (T < 0 || K < 0 || H < 0 || R < 0 || (K > 0 && T > INT64_MAX / K) ||
