@@ -45,7 +45,9 @@
  * thread that created them.  Every thread that runs tasks therefore sets the
  * default environment (all exceptions masked, round to nearest, no
  * flushing) for the duration, then restores the caller's, adding the
- * exception flags the run raised.
+ * exception flags the run raised.  That is MXCSR on x86; elsewhere only the
+ * rounding mode, which is all C11's <fenv.h> can reset portably (an AArch64
+ * caller's FPCR.FZ stays in effect: docs/arithmetic.md).
  */
 #ifdef MOEPERM_HAVE_MXCSR
 typedef unsigned int fp_env;

@@ -1,10 +1,15 @@
 /*
  * Golden case files: a written case reads back identical (manifest fields
- * and tensor bytes), an existing case is replaced only when forced, a
- * failed write leaves the earlier case and no temporary behind, atomic
- * file writes never leave a partial file, and case discovery is sorted and
- * skips the dot-directories an interrupted write may leave.
+ * and tensor bytes), an existing case is replaced only when forced and only
+ * when it is a case, an old case that cannot be removed is kept and
+ * reported, a failed write leaves the earlier case and no temporary behind,
+ * atomic file writes never leave a partial file, integers at and beyond 64
+ * bits read as documented, and case discovery is sorted,
+ * follows symbolic links without looping, and skips the dot-directories an
+ * interrupted write may leave.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -213,6 +219,325 @@ static void test_find_cases_is_sorted_and_skips_dot_directories(void **state)
     golden_case_free(&c);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        fail_msg("cannot write %s", path);
+}
+
+static char *read_text(const char *path)
+{
+    char *text, err[512];
+    if (golden_read_text(path, 1 << 20, &text, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    return text;
+}
+
+/* The name of the first entry of dir that starts with prefix, or "". */
+static void find_entry(const char *dir, const char *prefix, char *name, size_t len)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    name[0] = '\0';
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(name, len, "%s", e->d_name);
+            break;
+        }
+    if (d)
+        closedir(d);
+}
+
+/* The repro of the bug: --force over a directory of other files removed
+ * them all.  Each kind of non-case must be refused with the directory and
+ * the first unexpected entry named, and leave every byte where it was. */
+static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
+{
+    (void)state;
+    char err[1024], parent[512], path[600], file[700];
+    golden_case c = make_case(6, -1);
+    struct stat st;
+    snprintf(parent, sizeof parent, "%s/notcase", root);
+    snprintf(path, sizeof path, "%s/results", parent);
+    snprintf(file, sizeof file, "%s/deep", path);
+    assert_int_equal(golden_mkdirs(file, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/notes.txt", path);
+    write_text(file, "keep me");
+    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    /* "deep" sorts before "notes.txt": the first in byte order is named,
+     * whatever order readdir gives. */
+    if (!strstr(err, path) || !strstr(err, "\"deep\""))
+        fail_msg("unexpected message: %s", err);
+    char *text = read_text(file);
+    assert_string_equal(text, "keep me");
+    free(text);
+    snprintf(file, sizeof file, "%s/deep", path);
+    assert_int_equal(stat(file, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(entries(path), 2);
+    assert_int_equal(entries(parent), 1); /* no temporary left beside it */
+
+    /* A case plus one extra file is not a case either. */
+    snprintf(path, sizeof path, "%s/extra", parent);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/zz-notes.txt", path);
+    write_text(file, "mine");
+    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    if (!strstr(err, "\"zz-notes.txt\""))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(entries(path), 5);
+
+    /* A case file's name on a directory: removing it would take its
+     * contents along. */
+    snprintf(path, sizeof path, "%s/dirname", parent);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/input_grad.bin", path);
+    assert_int_equal(unlink(file), 0);
+    snprintf(file, sizeof file, "%s/input_grad.bin/inner", path);
+    assert_int_equal(golden_mkdirs(file, err, sizeof err), 0);
+    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    if (!strstr(err, "\"input_grad.bin\", which is not a regular file"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(stat(file, &st), 0);
+
+    /* Case files without a case.json. */
+    snprintf(path, sizeof path, "%s/nomanifest", parent);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/case.json", path);
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    if (!strstr(err, "no case.json"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(entries(path), 3);
+
+    /* A link is not a case directory, even one to a case. */
+    char link_path[600];
+    snprintf(path, sizeof path, "%s/extra", parent);
+    snprintf(link_path, sizeof link_path, "%s/link", parent);
+    assert_int_equal(symlink(path, link_path), 0);
+    assert_int_equal(golden_case_write(link_path, &c, true, err, sizeof err), -1);
+    if (!strstr(err, "symbolic link"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+
+    /* An empty directory holds nothing to lose: it is replaced. */
+    snprintf(path, sizeof path, "%s/empty", parent);
+    assert_int_equal(mkdir(path, 0777), 0);
+    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), 0);
+    assert_int_equal(entries(path), 4);
+    golden_case_free(&c);
+}
+
+/* What the child of the test below found. */
+typedef struct keep_result {
+    int dropped; /* 0, or why the child could not run the check: 1 no setuid */
+    int rc;
+    char err[1024];
+    int new_seed_ok;  /* the new case reads back at the path */
+    int old_seed_ok;  /* the old case reads back whole where err says */
+} keep_result;
+
+/* An old case that cannot be removed after the new one took its name is
+ * kept, not half-removed silently, and the caller is told where.  The
+ * removal fails because the old directory is not writable; root ignores
+ * that, so under root a child process becomes nobody first. */
+static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **state)
+{
+    (void)state;
+    golden_case first = make_case(1, -1), second = make_case(2, -1);
+    keep_result res;
+    int fds[2];
+    memset(&res, 0, sizeof res);
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* No cmocka calls here: a failed assertion would unwind the
+         * child into the parent's test runner. */
+        char dir[] = "/tmp/moeperm-test-keep-XXXXXX";
+        char path[600], parked[600], name[256], err[512];
+        golden_case back;
+        close(fds[0]);
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            res.dropped = 1;
+        if (!res.dropped && mkdtemp(dir)) {
+            snprintf(path, sizeof path, "%s/c", dir);
+            if (golden_case_write(path, &first, false, err, sizeof err) == 0 &&
+                chmod(path, 0555) == 0) {
+                res.rc = golden_case_write(path, &second, true, res.err, sizeof res.err);
+                if (golden_case_read(path, true, &back, err, sizeof err) == 0) {
+                    res.new_seed_ok = back.seed == 2;
+                    golden_case_free(&back);
+                }
+                find_entry(dir, ".c.old.", name, sizeof name);
+                snprintf(parked, sizeof parked, "%s/%s", dir, name);
+                if (name[0] && strstr(res.err, parked) &&
+                    golden_case_read(parked, true, &back, err, sizeof err) == 0) {
+                    res.old_seed_ok = back.seed == 1;
+                    golden_case_free(&back);
+                }
+                chmod(parked, 0755);
+                chmod(path, 0755);
+            } else {
+                snprintf(res.err, sizeof res.err, "setup failed: %s", err);
+            }
+            golden_remove_tree(dir);
+        }
+        ssize_t put = write(fds[1], &res, sizeof res);
+        _exit(put == (ssize_t)sizeof res ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], &res, sizeof res);
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(got, (ssize_t)sizeof res);
+    if (res.dropped)
+        skip(); /* root without CAP_SETUID: no way to make the removal fail */
+    if (res.rc != 1 || !res.new_seed_ok || !res.old_seed_ok)
+        fail_msg("rc %d, new case %s, old case %s: %s", res.rc,
+                 res.new_seed_ok ? "in place" : "missing",
+                 res.old_seed_ok ? "kept" : "lost or not named", res.err);
+    assert_non_null(strstr(res.err, "could not be removed"));
+    golden_case_free(&first);
+    golden_case_free(&second);
+}
+
+/* "" once read "/case.json"; "dir/" printed "dir//case.json". */
+static void test_empty_case_directory_is_refused_and_slashes_are_not_doubled(void **state)
+{
+    (void)state;
+    char err[1024], path[512], file[600];
+    golden_case c = make_case(7, -1), back;
+    strcpy(err, "");
+    assert_int_equal(golden_case_read("", true, &back, err, sizeof err), -1);
+    if (!strstr(err, "empty string"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(golden_case_write("", &c, true, err, sizeof err), -1);
+    if (!strstr(err, "empty string"))
+        fail_msg("unexpected message: %s", err);
+
+    snprintf(path, sizeof path, "%s/slash/c1/", root);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), 0);
+    golden_case_free(&back);
+    snprintf(file, sizeof file, "%ssorted_indices.bin", path);
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    if (!strstr(err, "c1/case.json: ") || !strstr(err, "c1/sorted_indices.bin") ||
+        strstr(err, "//"))
+        fail_msg("unexpected message: %s", err);
+    /* The slash named the case, not a directory inside it. */
+    snprintf(file, sizeof file, "%s/slash", root);
+    assert_int_equal(entries(file), 1);
+    golden_case_free(&c);
+}
+
+/* Replaces the first `from` in path's text by `to`. */
+static void edit_manifest(const char *path, const char *from, const char *to)
+{
+    char *text = read_text(path);
+    char *at = strstr(text, from);
+    if (!at)
+        fail_msg("%s holds no %s", path, from);
+    char *edited = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
+    assert_non_null(edited);
+    sprintf(edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    write_text(path, edited);
+    free(edited);
+    free(text);
+}
+
+/* json-c reads any integer beyond 64 bits as UINT64_MAX (or INT64_MIN) and
+ * keeps no trace of it (docs/golden-format.md): the largest seed is a
+ * valid seed, and a dimension that large is refused with a message that
+ * says the file may hold more. */
+static void test_integers_at_and_beyond_64_bits(void **state)
+{
+    (void)state;
+    char err[1024], path[512], manifest[600];
+    golden_case c = make_case(5, -1), back;
+    snprintf(path, sizeof path, "%s/big", root);
+    snprintf(manifest, sizeof manifest, "%s/case.json", path);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+    char *orig = read_text(manifest);
+
+    edit_manifest(manifest, "\"seed\": 5,", "\"seed\": 18446744073709551615,");
+    if (golden_case_read(path, true, &back, err, sizeof err) != 0)
+        fail_msg("the largest seed was refused: %s", err);
+    assert_true(back.seed == UINT64_MAX);
+    golden_case_free(&back);
+
+    static const char *const too_big[] = {"18446744073709551615",
+                                          "100000000000000000000000000000"};
+    for (size_t i = 0; i < 2; i++) {
+        char field[64];
+        write_text(manifest, orig);
+        snprintf(field, sizeof field, "\"tokens_num\": %s,", too_big[i]);
+        edit_manifest(manifest, "\"tokens_num\": 7,", field);
+        assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+        if (!strstr(err, "tokens_num is 18446744073709551615 or more (json-c reads larger "
+                         "integers as that), larger than the 1099511627776"))
+            fail_msg("tokens_num %s: unexpected message: %s", too_big[i], err);
+    }
+    write_text(manifest, orig);
+    edit_manifest(manifest, "\"tokens_num\": 7,", "\"tokens_num\": 1099511627777,");
+    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    if (!strstr(err, "tokens_num is 1099511627777, larger than the 1099511627776") ||
+        strstr(err, "or more"))
+        fail_msg("unexpected message: %s", err);
+    free(orig);
+}
+
+/* interfaces.md: tools find every case.json below a directory, links
+ * included.  The tree (under links/):
+ *   a/c0        a case
+ *   b -> a      a second name for a: listed once, as a/c0
+ *   loop -> .   a loop back to links/: must end
+ *   m/case.json -> ../a/c0/case.json
+ *   z -> ../outside, holding the case c9
+ *   dangling -> nowhere */
+static void test_find_cases_follows_links_once_and_ends_loops(void **state)
+{
+    (void)state;
+    char err[512], dir[600], target[600];
+    golden_case c = make_case(8, -1);
+    snprintf(dir, sizeof dir, "%s/links/a/c0", root);
+    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
+    snprintf(dir, sizeof dir, "%s/outside/c9", root);
+    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+    static const char *const links[][2] = {
+        {"links/b", "a"},       {"links/loop", "."},
+        {"links/z", "../outside"}, {"links/dangling", "nowhere"},
+        {"links/m/case.json", "../a/c0/case.json"},
+    };
+    snprintf(dir, sizeof dir, "%s/links/m", root);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", root, links[i][0]);
+        snprintf(target, sizeof target, "%s", links[i][1]);
+        assert_int_equal(symlink(target, dir), 0);
+    }
+    snprintf(dir, sizeof dir, "%s/links", root);
+    char **found;
+    size_t count;
+    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), 0);
+    const char *want[] = {"links/a/c0", "links/m", "links/z/c9"};
+    if (count != 3)
+        fail_msg("%zu cases found, expected 3 (first: %s)", count, count ? found[0] : "none");
+    for (size_t i = 0; i < 3; i++) {
+        char expected[1100];
+        snprintf(expected, sizeof expected, "%s/%s", root, want[i]);
+        assert_string_equal(found[i], expected);
+    }
+    golden_free_paths(found, count);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +546,11 @@ int main(void)
         cmocka_unit_test(test_failed_write_leaves_earlier_outputs),
         cmocka_unit_test(test_fifo_in_place_of_a_file_is_refused_without_hanging),
         cmocka_unit_test(test_find_cases_is_sorted_and_skips_dot_directories),
+        cmocka_unit_test(test_force_refuses_a_directory_that_is_not_a_case),
+        cmocka_unit_test(test_old_case_that_cannot_be_removed_is_kept_and_reported),
+        cmocka_unit_test(test_empty_case_directory_is_refused_and_slashes_are_not_doubled),
+        cmocka_unit_test(test_integers_at_and_beyond_64_bits),
+        cmocka_unit_test(test_find_cases_follows_links_once_and_ends_loops),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,11 +8,13 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -171,6 +173,110 @@ static void test_nans_are_equal_unless_strict(void **state)
     golden_compare_free(&r);
 }
 
+/* An independent check of what the JUnit file may hold: well-formed UTF-8
+ * (decoded by the bit patterns, then checked against the shortest form,
+ * the surrogates and U+10FFFF) of characters XML 1.0 allows.  Returns the
+ * offset of the first bad byte, or -1. */
+static long first_bad_xml_byte(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char b = s[i];
+        size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        static const uint32_t shortest[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (len == 0 || i + len > n)
+            return (long)i;
+        uint32_t cp = len == 1 ? b : (uint32_t)(b & (0x7f >> len));
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return (long)i;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        bool xml_char = cp == 0x9 || cp == 0xa || cp == 0xd || (cp >= 0x20 && cp <= 0xd7ff) ||
+                        (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
+        if (cp < shortest[len] || !xml_char)
+            return (long)i;
+        i += len;
+    }
+    return -1;
+}
+
+static char *escaped(const char *s)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    assert_non_null(f);
+    golden_xml_escape(f, s);
+    assert_int_equal(fclose(f), 0);
+    long bad = first_bad_xml_byte((const unsigned char *)text, size);
+    if (bad >= 0)
+        fail_msg("escaping gave a bad byte 0x%02x at %ld", (unsigned char)text[bad], bad);
+    return text;
+}
+
+/* A case directory named with byte 0xff once went raw into a file that
+ * says encoding="UTF-8", and XML parsers refused the whole report.  Every
+ * kind of malformed UTF-8 must come out as a visible escape per byte;
+ * well-formed UTF-8 must come out unchanged.  String literals are split
+ * where a hex escape would otherwise swallow the next letter. */
+static void test_xml_escape_emits_only_well_formed_utf8(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"plain case-1", "plain case-1"},
+        {"<a & \"b\" 'c'>", "&lt;a &amp; &quot;b&quot; &apos;c&apos;&gt;"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbd",
+         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbd"},
+        {"a\xff" "b", "a\\xff" "b"},                          /* never valid */
+        {"\xfe", "\\xfe"},
+        {"\xc0\xaf", "\\xc0\\xaf"},                          /* overlong "/" */
+        {"\xe0\x80\xaf", "\\xe0\\x80\\xaf"},                 /* overlong, 3 bytes */
+        {"\xf0\x80\x80\xaf", "\\xf0\\x80\\x80\\xaf"},        /* overlong, 4 bytes */
+        {"\xed\xa0\x80", "\\xed\\xa0\\x80"},                 /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},        /* above U+10FFFF */
+        {"\xe2\x82", "\\xe2\\x82"},                          /* truncated at the end */
+        {"\xe2\x82" "A", "\\xe2\\x82" "A"},                  /* truncated mid-string */
+        {"\x80" "x", "\\x80" "x"},                           /* lone continuation */
+        {"\xef\xbf\xbe", "\\xef\\xbf\\xbe"},                 /* U+FFFE, not an XML char */
+        {"\r\n\t", "&#13;&#10;&#9;"},                          /* a raw CR reads back as LF */
+        {"x\x01y\x7f", "x\\x01y\\x7f"},                      /* control characters */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = escaped(cases[i][0]);
+        if (strcmp(text, cases[i][1]) != 0)
+            fail_msg("case %zu: \"%s\", expected \"%s\"", i, text, cases[i][1]);
+        free(text);
+    }
+
+    /* The whole report, with the bad bytes in the suite, class, name,
+     * message and details. */
+    char path[] = "/tmp/moeperm-test-junit-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    golden_junit *j = golden_junit_new("suite\xff");
+    assert_non_null(j);
+    assert_int_equal(golden_junit_add(j, "dir\xfe/case\xed\xa0\x80", 0.5, GOLDEN_ERROR,
+                                      "bad \xc0\xaf", "details \xf4\x90\x80\x80\x01"),
+                     0);
+    char err[512];
+    assert_int_equal(golden_junit_write(j, path, err, sizeof err), 0);
+    golden_junit_free(j);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    unlink(path);
+    assert_true(n > 0 && n < sizeof buf);
+    long bad = first_bad_xml_byte((const unsigned char *)buf, n);
+    if (bad >= 0)
+        fail_msg("the JUnit file has a bad byte 0x%02x at %ld", (unsigned char)buf[bad], bad);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "name=\"case\\xed\\xa0\\x80\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_ranges_are_summarised),
         cmocka_unit_test(test_ulp_distance_on_the_ordered_line),
         cmocka_unit_test(test_nans_are_equal_unless_strict),
+        cmocka_unit_test(test_xml_escape_emits_only_well_formed_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

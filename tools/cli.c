@@ -1,6 +1,7 @@
 /*
  * cli.c - parsing helpers shared by the subcommands, so every bad number
- * on the command line gets the same kind of sentence and the same exit code.
+ * or path on the command line gets the same kind of sentence and the same
+ * exit code.
  */
 #include "cli.h"
 
@@ -10,9 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "golden/fileio.h"
 
 bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min, int64_t max,
                int64_t *out)
@@ -43,6 +47,70 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
+bool cli_output_path(const char *cmd, const char *flag, const char *path)
+{
+    size_t len = strlen(path);
+    struct stat st;
+    if (len == 0) {
+        fprintf(stderr, "moeperm %s: %s is \"\", expected a file name\n", cmd, flag);
+        return false;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "moeperm %s: %s \"%s\" is a directory, expected a file name\n", cmd,
+                flag, path);
+        return false;
+    }
+    if (path[len - 1] == '/') {
+        fprintf(stderr, "moeperm %s: %s \"%s\" ends with /, expected a file name\n", cmd, flag,
+                path);
+        return false;
+    }
+    /* The output is written to a temporary beside it and renamed into
+     * place, so what has to exist and take new files is its directory. */
+    const char *slash = strrchr(path, '/');
+    char *dir = !slash ? golden_strdup_printf(".")
+              : slash == path ? golden_strdup_printf("/")
+                              : golden_strdup_printf("%.*s", (int)(slash - path), path);
+    if (!dir) {
+        fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
+        return false;
+    }
+    const char *problem = NULL;
+    if (stat(dir, &st) != 0)
+        problem = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        problem = "not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        problem = errno == EROFS ? strerror(errno) : "not writable";
+    if (problem)
+        fprintf(stderr, "moeperm %s: %s \"%s\" cannot be written: its directory %s: %s\n", cmd,
+                flag, path, dir, problem);
+    free(dir);
+    return problem == NULL;
+}
+
+bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
+                       const golden_case *c)
+{
+    struct stat out, st;
+    if (stat(path, &out) != 0)
+        return true; /* nothing there yet, nothing to lose */
+    const char *const files[] = {c->manifest_path, c->grad_path, c->indices_path,
+                                 c->output_path};
+    static const char *const whats[] = {"manifest", "permuted_output_grad file",
+                                        "sorted_indices file", "input_grad file"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        if (files[i] && stat(files[i], &st) == 0 && st.st_dev == out.st_dev &&
+            st.st_ino == out.st_ino) {
+            fprintf(stderr,
+                    "moeperm %s: %s \"%s\" is %s, the %s of the case %s; refusing to "
+                    "overwrite the golden case\n",
+                    cmd, flag, path, files[i], whats[i], c->dir);
+            return false;
+        }
+    return true;
+}
+
 const backend_ops *cli_backend(const char *cmd, const char *backend_name,
                                const char *device_flag, backend_options *options)
 {
@@ -56,7 +124,9 @@ const backend_ops *cli_backend(const char *cmd, const char *backend_name,
     if (device_flag) {
         if (!cli_int64(cmd, "--device", device_flag, 0, INT_MAX, &v))
             return NULL;
-    } else {
+    } else if (strcmp(ops->name, "npu") == 0) {
+        /* The variable is the npu backend's: a bad value must not stop a
+         * cpu run in a shell set up for the device. */
         const char *env = getenv("MOEPERM_NPU_DEVICE");
         if (env && env[0] && !cli_int64(cmd, "MOEPERM_NPU_DEVICE", env, 0, INT_MAX, &v))
             return NULL;

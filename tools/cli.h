@@ -1,7 +1,7 @@
 /*
  * cli.h - what the subcommands share: strict number parsing with messages
- * that name the flag and the bad value, and the device choice of the npu
- * backend.
+ * that name the flag and the bad value, the checks of output paths made
+ * before any work, and the device choice of the npu backend.
  */
 #ifndef MOEPERM_TOOLS_CLI_H
 #define MOEPERM_TOOLS_CLI_H
@@ -9,16 +9,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "golden/case.h"
+
 /* Parses all of text as a decimal integer in [min, max]; on failure prints
  * "moeperm CMD: FLAG is "TEXT", expected ..." and returns false. */
 bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min, int64_t max,
                int64_t *out);
 bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *out);
 
+/* Checks, before any work is done, that path can take an output file
+ * (flag names the option, e.g. "--out"): not empty, not a directory, and
+ * in a directory that exists and is writable.  Returns false after
+ * printing a message that names the option and the path. */
+bool cli_output_path(const char *cmd, const char *flag, const char *path);
+
+/* Refuses an output path that names one of the files of case c (its
+ * manifest or a tensor file, as golden_case_read() or
+ * golden_case_read_manifest() noted them), however spelled: compared by
+ * device and inode, so a run or a report never replaces the golden data it
+ * reads.  A path that does not exist yet is fine.  Returns false after
+ * printing a message naming the path and the case file. */
+bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
+                       const golden_case *c);
+
 /* The backend named by --backend (backend_name) with its options: the
- * device is --device N when given (device_flag != NULL), else
- * MOEPERM_NPU_DEVICE, else 0.  Returns NULL after printing a message that
- * names the bad value. */
+ * device is --device N when given (device_flag != NULL), else, for the npu
+ * backend only, MOEPERM_NPU_DEVICE, else 0.  Returns NULL after printing a
+ * message that names the bad value. */
 struct backend_ops;
 struct backend_options;
 const struct backend_ops *cli_backend(const char *cmd, const char *backend_name,

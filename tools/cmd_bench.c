@@ -14,15 +14,16 @@
  *   large calls glibc streams the writes past the caches: its fastest
  *   copy); the same copy in COPY_CALL_BYTES calls, which glibc makes with
  *   ordinary stores (what a copy below its non-temporal threshold gets);
- *   and a read alone, eight pages at a time (the operator reads eight bytes
+ *   and a read alone, eight pages at a time (the operator reads top_k bytes
  *   for each one it writes, so this is its ceiling);
  * - the kernel alone on one thread (the same path, no validation, no
  *   thread team): the single-threaded loop that small shapes must not lose
  *   to, so that thread start-up and planning never dominate; and for small
  *   shapes the portable C loop on one thread too.
- * It reports the median and the best of each, the ratios of the medians,
- * and whether the default path gave the portable loop's bits (up to
- * LOOP_MAX_BYTES of grad; past it the loop is skipped).
+ * It reports medians (and the best sample of the operator and the copies),
+ * the ratios of the operator's median to the others', and whether the
+ * default path gave the portable loop's bits (up to LOOP_MAX_BYTES of grad;
+ * past it the loop is skipped).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -146,10 +147,10 @@ static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int64_t c
 
 /* READ_PAGES consecutive 4 KiB pages read in lockstep, 64 bytes of each per
  * step, into one vector of sums per page.  A read of one stream at a time
- * reaches only two thirds of this on the machine of docs/performance.md:
- * a core's bandwidth is bound by how many lines it has in flight, and the
- * hardware prefetcher keeps a few streams going at once, as it does for the
- * operator's K rows.  Built for AVX-512 and AVX2 as well where GCC can pick
+ * reaches only half to two thirds of this on the machine of
+ * docs/performance.md: a core's bandwidth is bound by how many lines it has
+ * in flight, and the hardware prefetcher keeps a few streams going at once,
+ * as it does for the operator's K rows.  Built for AVX-512 and AVX2 as well where GCC can pick
  * the variant at load time: with SSE2's narrow vectors the loop issues too
  * many instructions to keep enough lines in flight. */
 #define READ_PAGES 8
@@ -457,7 +458,7 @@ int cmd_bench(int argc, char **argv)
     moeperm_kernel_path forced = MOEPERM_PATH_AUTO;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
         switch (c) {
         case O_TOKENS:
@@ -497,6 +498,7 @@ int cmd_bench(int argc, char **argv)
                                 "avx2 or avx512\n", optarg);
             break;
         case O_HELP:
+        case 'h':
             usage(stdout);
             return EXIT_OK;
         default:

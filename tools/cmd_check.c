@@ -171,6 +171,10 @@ int cmd_check(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
+    /* The report's path is checked now, not when it is written after the
+     * last case: a typo must not cost the whole run. */
+    if (junit_path && !cli_output_path("check", "--junit", junit_path))
+        return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("check", backend_name, device_flag, &bopts);
     if (!ops)
@@ -206,6 +210,29 @@ int cmd_check(int argc, char **argv)
         memcpy(all + total, dirs, count * sizeof *dirs);
         total += count;
         free(dirs);
+    }
+
+    /* The report replaces whatever is at its path; that must not be a
+     * file of one of the cases it judges.  A manifest that cannot be read
+     * is still a file to keep (its case is reported as bad input later). */
+    for (size_t i = 0; junit_path && i < total; i++) {
+        golden_case c;
+        char *fallback = NULL;
+        if (golden_case_read_manifest(all[i], &c, err, sizeof err) != 0) {
+            /* c was left empty: only the manifest's own path is known */
+            fallback = golden_strdup_printf("%s/case.json", all[i]);
+            c.dir = all[i];
+            c.manifest_path = fallback;
+        }
+        bool ok = cli_not_case_file("check", "--junit", junit_path, &c);
+        if (fallback)
+            free(fallback);
+        else
+            golden_case_free(&c);
+        if (!ok) {
+            golden_free_paths(all, total);
+            return EXIT_BAD_INPUT;
+        }
     }
 
     backend *b = NULL;

@@ -26,6 +26,8 @@ static void usage(FILE *to)
             "       moeperm golden --out DIR --tokens T --topk K --hidden H --dtype D\n"
             "              [--rows R] [--experts E] [--hot P] [--values KIND]\n"
             "              [--routing ROUTING] [--seed N] [--name NAME] [--force]\n"
+            "  --suite takes one or more names (--suite a b) and may be repeated\n"
+            "  (--suite a --suite b)\n"
             "  dtypes: float32, float16, bf16\n"
             "  values: %s\n"
             "  routing: %s\n",
@@ -39,6 +41,55 @@ static void list_suites(void)
     for (size_t i = 0; i < n; i++)
         printf("%-12s %s%s\n", suites[i].name, suites[i].description,
                suites[i].in_default ? "" : " [not in the default set]");
+}
+
+/* text as one word of a POSIX shell command (malloc'd, NULL when memory
+ * runs out): as it is when every character is safe, else in single quotes
+ * with each ' written '\''.  The recorded command is meant to be pasted into
+ * a shell; a name with a space must come back as one argument, and one
+ * with quotes, $(...) or a newline must not run anything. */
+static char *shell_quote(const char *text)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_-+.,:=@%/";
+    if (text[0] && strspn(text, safe) == strlen(text))
+        return golden_strdup_printf("%s", text);
+    size_t quotes = 0;
+    for (const char *p = text; *p; p++)
+        quotes += *p == '\'';
+    char *out = malloc(strlen(text) + 3 * quotes + 3);
+    if (!out)
+        return NULL;
+    char *o = out;
+    *o++ = '\'';
+    for (const char *p = text; *p; p++) {
+        if (*p == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return out;
+}
+
+/* Adds a --suite name; false after a message when it is not a built-in
+ * suite or there are too many. */
+static bool add_suite(const char *name, const char **names, size_t *count, size_t max)
+{
+    if (!golden_suite_find(name)) {
+        fprintf(stderr, "moeperm golden: --suite is \"%s\", which is not a built-in "
+                        "suite (see --list)\n", name);
+        return false;
+    }
+    if (*count == max) {
+        fprintf(stderr, "moeperm golden: more than %zu suites given to --suite\n", max);
+        return false;
+    }
+    names[(*count)++] = name;
+    return true;
 }
 
 /* One case to write: where, what, and the command that regenerates it. */
@@ -139,6 +190,7 @@ int cmd_golden(int argc, char **argv)
     };
     const char *out = NULL, *name = NULL;
     const char *suite_names[64];
+    const size_t max_suites = sizeof suite_names / sizeof suite_names[0];
     size_t suite_count = 0;
     uint64_t seed = GOLDEN_DEFAULT_SEED;
     bool force = false, one_off = false, have_dtype = false;
@@ -148,23 +200,20 @@ int cmd_golden(int argc, char **argv)
     spec.values = GOLDEN_VALUES_NORMAL;
     spec.routing = GOLDEN_ROUTING_ROUTED;
     int opt;
-    while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
         switch (opt) {
         case O_OUT:
             out = optarg;
             break;
         case O_SUITE:
-            if (!golden_suite_find(optarg)) {
-                fprintf(stderr, "moeperm golden: --suite is \"%s\", which is not a built-in "
-                                "suite (see --list)\n", optarg);
-                return EXIT_BAD_INPUT;
-            }
-            if (suite_count == sizeof suite_names / sizeof suite_names[0]) {
-                fprintf(stderr, "moeperm golden: too many --suite options\n");
-                return EXIT_BAD_INPUT;
-            }
-            suite_names[suite_count++] = optarg;
+            /* interfaces.md writes "--suite NAME ...": the words after
+             * --suite up to the next option are all suite names (golden
+             * takes no other plain arguments, so none is taken from
+             * elsewhere). */
+            ok = add_suite(optarg, suite_names, &suite_count, max_suites);
+            while (ok && optind < argc && argv[optind][0] != '-')
+                ok = add_suite(argv[optind++], suite_names, &suite_count, max_suites);
             break;
         case O_SEED:
             ok = cli_uint64("golden", "--seed", optarg, &seed);
@@ -229,6 +278,7 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_HELP:
+        case 'h':
             usage(stdout);
             return EXIT_OK;
         default:
@@ -301,13 +351,19 @@ int cmd_golden(int argc, char **argv)
         n = 1;
         jobs[0].spec = spec;
         jobs[0].path = golden_strdup_printf("%s/%s", out, spec.name);
-        jobs[0].command = golden_strdup_printf(
-            "moeperm golden --out .. --tokens %" PRId64 " --topk %" PRId64 " --hidden %" PRId64
-            " --dtype %s --rows %" PRId64 " --experts %" PRId64 " --hot %" PRId64
-            " --values %s --routing %s --seed %" PRIu64 " --name %s --force",
-            tokens, top_k, hidden, golden_dtype_name(spec.dtype), resolved_rows,
-            resolved_experts, hot, golden_values_name(spec.values),
-            golden_routing_name(spec.routing), seed, spec.name);
+        /* The name is the one word here that comes from the user; the
+         * others are numbers and built-in names, safe as they are. */
+        char *quoted_name = shell_quote(spec.name);
+        if (quoted_name)
+            jobs[0].command = golden_strdup_printf(
+                "moeperm golden --out .. --tokens %" PRId64 " --topk %" PRId64
+                " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
+                " --hot %" PRId64 " --values %s --routing %s --seed %" PRIu64
+                " --name %s --force",
+                tokens, top_k, hidden, golden_dtype_name(spec.dtype), resolved_rows,
+                resolved_experts, hot, golden_values_name(spec.values),
+                golden_routing_name(spec.routing), seed, quoted_name);
+        free(quoted_name);
         if (!jobs[0].path || !jobs[0].command)
             goto oom;
     } else {

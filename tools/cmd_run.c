@@ -58,6 +58,11 @@ int cmd_run(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
+    /* Everything that can be refused is refused before the case is
+     * computed: a bad --out found after minutes of work wastes them, and an
+     * --out naming the case's own files would destroy it. */
+    if (!cli_output_path("run", "--out", out_path))
+        return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("run", backend_name, device_flag, &bopts);
     if (!ops)
@@ -67,6 +72,10 @@ int cmd_run(int argc, char **argv)
     golden_case c;
     if (golden_case_read(argv[optind], false, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm run: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    if (!cli_not_case_file("run", "--out", out_path, &c)) {
+        golden_case_free(&c);
         return EXIT_BAD_INPUT;
     }
     size_t bytes = golden_output_bytes(&c);

@@ -4,6 +4,8 @@
  * section 3: exit 0 ok, 1 mismatch, 2 bad usage or bad input, 3 backend
  * failure.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +17,8 @@ static const char usage_text[] =
     "usage: moeperm COMMAND [OPTIONS]\n"
     "\n"
     "  golden --out DIR [--suite NAME ...] [--seed N] [--force] [--list]\n"
-    "      write the named built-in suites (default: every default suite)\n"
+    "      write the named built-in suites (default: every default suite);\n"
+    "      --suite takes one or more names, and may be repeated\n"
     "  golden --out DIR --tokens T --topk K --hidden H --dtype D [--rows R]\n"
     "         [--experts E] [--hot P] [--values KIND] [--routing R] [--seed N]\n"
     "         [--name NAME] [--force]\n"
@@ -36,13 +39,43 @@ static const char usage_text[] =
 
 static int cmd_version(int argc, char **argv)
 {
-    (void)argv;
+    /* --help as every command takes it (README: "moeperm COMMAND --help"). */
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: moeperm version\n"
+               "  print the tool's and the library's versions\n");
+        return EXIT_OK;
+    }
     if (argc > 1) {
-        fprintf(stderr, "moeperm version: takes no arguments\n");
+        fprintf(stderr, "moeperm version: takes no arguments, got \"%s\"\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     printf("moeperm %s (libmoeperm %s)\n", MOEPERM_VERSION_STRING, moeperm_version());
     return EXIT_OK;
+}
+
+/*
+ * Standard output is buffered, so a failed write (a full disk, a file
+ * over its size limit, >/dev/full) shows only here, when the buffer is
+ * flushed, or as the stream's error flag.  A report that did not arrive must not read
+ * as success: status 0 becomes 2, the status `run` gives when it cannot
+ * write its --out file.  Any other status already says the command failed
+ * and is kept: 1 is the verdict on the data (a mismatch stays a mismatch
+ * when its report is lost, so a script that tells 1 from 2 still learns
+ * the kernel is wrong), 2 and 3 are already failures, and the sentence on
+ * stderr says the output was lost.
+ */
+static int finish_stdout(int rc)
+{
+    errno = 0;
+    bool failed = fflush(stdout) != 0;
+    failed = ferror(stdout) || failed;
+    if (!failed)
+        return rc;
+    /* errno is meaningful only when fflush() itself failed; an earlier
+     * failure left only the error flag. */
+    fprintf(stderr, "moeperm: writing to standard output failed%s%s\n", errno ? ": " : "",
+            errno ? strerror(errno) : "");
+    return rc == EXIT_OK ? EXIT_BAD_INPUT : rc;
 }
 
 int main(int argc, char **argv)
@@ -61,13 +94,13 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
-        return EXIT_OK;
+        return finish_stdout(EXIT_OK);
     }
     if (strcmp(argv[1], "--version") == 0)
-        return cmd_version(1, argv + 1);
+        return finish_stdout(cmd_version(1, argv + 1));
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "moeperm: \"%s\" is not a command\n\n%s", argv[1], usage_text);
     return EXIT_BAD_INPUT;
 }

@@ -74,6 +74,19 @@ size_t golden_output_bytes(const golden_case *c)
     return (size_t)c->tokens_num * (size_t)c->hidden_size * golden_dtype_size(c->dtype);
 }
 
+/* dir/file, malloc'd, without doubling a slash dir already ends with
+ * ("c1/" gives "c1/case.json", not "c1//case.json"). */
+static char *join_dir(const char *dir, const char *file)
+{
+    size_t n = strlen(dir);
+    return golden_strdup_printf("%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/", file);
+}
+
+static char *dup_string(const char *s)
+{
+    return golden_strdup_printf("%s", s);
+}
+
 void golden_case_free(golden_case *c)
 {
     if (!c)
@@ -85,6 +98,10 @@ void golden_case_free(golden_case *c)
     free(c->command);
     free(c->routing);
     free(c->values);
+    free(c->manifest_path);
+    free(c->grad_path);
+    free(c->indices_path);
+    free(c->output_path);
     free(c->permuted_output_grad);
     free(c->sorted_indices);
     free(c->input_grad);
@@ -99,6 +116,7 @@ typedef struct reader {
     const char *manifest; /* path of case.json, prefixed to every message */
     char *err;
     size_t err_len;
+    bool manifest_only; /* check the manifest, note the files' paths, read none */
 } reader;
 
 static int fail(reader *r, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -156,9 +174,10 @@ static int get_expected_string(reader *r, json_object *obj, const char *key,
     return 0;
 }
 
-/* A non-negative JSON integer no larger than max.  json-c keeps integers up
- * to UINT64_MAX exactly and turns larger ones into doubles, which the type
- * check refuses; 64.0 or "64" are refused the same way. */
+/* A non-negative JSON integer no larger than max; 64.0 or "64" are refused
+ * by the type check.  json-c (0.16) reads an integer beyond 64 bits as
+ * 2^64 - 1 (or -2^63) and keeps no trace of it, so such a number is judged
+ * by that value (docs/golden-format.md, section 1). */
 static int get_uint(reader *r, json_object *obj, const char *path, const char *key,
                     uint64_t max, uint64_t *out)
 {
@@ -172,19 +191,15 @@ static int get_uint(reader *r, json_object *obj, const char *path, const char *k
     if (as_signed < 0)
         return fail(r, "%s%s is %s, expected a non-negative integer", path, key,
                     json_text(value));
-    if (as_unsigned == UINT64_MAX && max < UINT64_MAX)
-        return fail(r, "%s%s is beyond the 64-bit range, larger than the %" PRIu64
-                       " this format allows", path, key, max);
     if (as_unsigned > max)
-        return fail(r, "%s%s is %s, larger than the %" PRIu64 " this format allows", path,
-                    key, json_text(value), max);
+        return fail(r, "%s%s is %s%s, larger than the %" PRIu64 " this format allows", path,
+                    key, json_text(value),
+                    as_unsigned == UINT64_MAX ? " or more (json-c reads larger integers as "
+                                                "that)"
+                                              : "",
+                    max);
     *out = as_unsigned;
     return 0;
-}
-
-static char *dup_string(const char *s)
-{
-    return golden_strdup_printf("%s", s);
 }
 
 /* File names stay inside the case directory: a manifest that says
@@ -214,9 +229,11 @@ static void format_dims(char *buf, size_t len, const uint64_t *dims, size_t ndim
 /* Reads one entry of "tensors": checks file name, dtype and shape, then
  * loads the file and checks its size and sha256.  data may be NULL to only
  * check the manifest. */
+/* Checks the manifest entry of tensor `key` and its file; loads the file
+ * into *data unless data is NULL; *file_path gets the file's path. */
 static int read_tensor(reader *r, json_object *tensors, const char *case_dir, const char *key,
                        const char *dtype_name, size_t element_size, const uint64_t *dims,
-                       size_t ndim, void **data)
+                       size_t ndim, void **data, char **file_path_out)
 {
     char path[64];
     json_object *entry, *shape;
@@ -277,7 +294,11 @@ static int read_tensor(reader *r, json_object *tensors, const char *case_dir, co
         bytes *= dims[i];
     }
 
-    char *file_path = golden_strdup_printf("%s/%s", case_dir, file);
+    char *file_path = join_dir(case_dir, file);
+    if (file_path && r->manifest_only) {
+        *file_path_out = file_path;
+        return 0;
+    }
     char hex[GOLDEN_SHA256_HEX];
     char what[96];
     char inner[512];
@@ -289,7 +310,7 @@ static int read_tensor(reader *r, json_object *tensors, const char *case_dir, co
         free(file_path);
         return fail(r, "%s", inner);
     }
-    free(file_path);
+    *file_path_out = file_path;
     if (strcasecmp(hex, sha) != 0) {
         free(loaded);
         return fail(r, "tensors.%s.sha256 is %s, but %s hashes to %s", key, sha, file, hex);
@@ -386,17 +407,17 @@ static int read_manifest(reader *r, json_object *root, const char *dir, bool loa
     uint64_t grad_dims[2] = {rows, h};
     uint64_t index_dims[1] = {slots};
     uint64_t out_dims[2] = {t, h};
+    /* The output's manifest entry and file are checked even when the file
+     * is not kept: run must not accept a case whose golden side is
+     * malformed. */
     if (read_tensor(r, tensors, dir, "permuted_output_grad", dtype_name, es, grad_dims, 2,
-                    &c->permuted_output_grad) != 0 ||
+                    &c->permuted_output_grad, &c->grad_path) != 0 ||
         read_tensor(r, tensors, dir, "sorted_indices", "int32", sizeof(int32_t), index_dims, 1,
-                    (void **)&c->sorted_indices) != 0)
+                    (void **)&c->sorted_indices, &c->indices_path) != 0 ||
+        read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2,
+                    load_output ? &c->input_grad : NULL, &c->output_path) != 0)
         return -1;
-    /* The output's manifest entry is checked even when it is not loaded:
-     * run must not accept a case whose golden side is malformed. */
-    if (load_output)
-        return read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2,
-                           &c->input_grad);
-    return read_tensor(r, tensors, dir, "input_grad", dtype_name, es, out_dims, 2, NULL);
+    return 0;
 }
 
 /* Where the text after the JSON value starts, past white space.  json-c is
@@ -409,15 +430,21 @@ static size_t trailing_text(const char *text, size_t parse_end)
     return end + strspn(text + end, " \t\r\n");
 }
 
-int golden_case_read(const char *dir, bool load_output, golden_case *c, char *err,
-                     size_t err_len)
+static int read_case(const char *dir, bool load_output, bool manifest_only, golden_case *c,
+                     char *err, size_t err_len)
 {
-    char *manifest = golden_strdup_printf("%s/case.json", dir);
+    memset(c, 0, sizeof *c);
+    /* "" would become "/case.json": a case at the root that nobody named. */
+    if (dir[0] == '\0') {
+        snprintf(err, err_len, "the case directory is an empty string; name a directory "
+                 "holding case.json");
+        return -1;
+    }
+    char *manifest = join_dir(dir, "case.json");
     char *text = NULL;
-    reader r = {manifest, err, err_len};
+    reader r = {manifest, err, err_len, manifest_only};
     int rc = -1;
 
-    memset(c, 0, sizeof *c);
     if (!manifest) {
         snprintf(err, err_len, "out of memory reading %s", dir);
         return -1;
@@ -440,16 +467,33 @@ int golden_case_read(const char *dir, bool load_output, golden_case *c, char *er
              json_tokener_get_parse_end(tok));
     } else {
         c->dir = dup_string(dir);
-        rc = c->dir ? read_manifest(&r, root, dir, load_output, c) : fail(&r, "out of memory");
+        if (!c->dir)
+            fail(&r, "out of memory");
+        else
+            rc = read_manifest(&r, root, dir, load_output, c);
     }
     json_object_put(root);
     if (tok)
         json_tokener_free(tok);
     free(text);
-    free(manifest);
-    if (rc != 0)
+    if (rc == 0) {
+        c->manifest_path = manifest;
+    } else {
+        free(manifest);
         golden_case_free(c);
+    }
     return rc;
+}
+
+int golden_case_read(const char *dir, bool load_output, golden_case *c, char *err,
+                     size_t err_len)
+{
+    return read_case(dir, load_output, false, c, err, err_len);
+}
+
+int golden_case_read_manifest(const char *dir, golden_case *c, char *err, size_t err_len)
+{
+    return read_case(dir, false, true, c, err, err_len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -581,13 +625,114 @@ static int write_in(const char *dir, const char *file, const void *data, size_t 
     return rc;
 }
 
-int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+/* --force replaces a case, not whatever happens to hold the name: a
+ * mistyped --name or --out must not take a directory of results with it.
+ * So the target must be a directory holding case.json and nothing but the
+ * files this writer makes (golden_case_files), or nothing at all (an empty
+ * directory loses nothing).  The first offending entry in byte order is
+ * named, so the message does not depend on the file system's order.
+ * Returns 0 when the directory may be replaced. */
+static int check_replaceable(const char *path, const struct stat *st, char *err,
+                             size_t err_len)
+{
+    if (S_ISLNK(st->st_mode) || !S_ISDIR(st->st_mode)) {
+        snprintf(err, err_len, "%s exists and is %s, not a case directory; --force replaces only "
+                 "a case, so nothing was changed", path,
+                 S_ISLNK(st->st_mode) ? "a symbolic link" : "not a directory");
+        return -1;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        /* Gone since the lstat (another writer parked it): nothing to lose,
+         * and the rename that follows reports what it finds. */
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, err_len, "cannot read %s to check that it is a case: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    char *first = NULL; /* the offending entry that sorts first */
+    bool first_is_known = false, has_manifest = false, has_any = false;
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        has_any = true;
+        bool known = false;
+        for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++)
+            known = known || strcmp(e->d_name, golden_case_files[i]) == 0;
+        bool ok = known;
+        if (known) {
+            /* input_grad.bin as a directory would be removed with its
+             * contents; only plain files are part of a case. */
+            struct stat est;
+            char *entry = join_dir(path, e->d_name);
+            if (!entry)
+                rc = -1;
+            ok = entry && lstat(entry, &est) == 0 && S_ISREG(est.st_mode);
+            free(entry);
+        }
+        if (ok) {
+            has_manifest = has_manifest || strcmp(e->d_name, "case.json") == 0;
+            continue;
+        }
+        if (!first || strcmp(e->d_name, first) < 0) {
+            free(first);
+            first = dup_string(e->d_name);
+            first_is_known = known;
+            if (!first)
+                rc = -1;
+        }
+    }
+    closedir(d);
+    if (rc != 0) {
+        snprintf(err, err_len, "out of memory checking %s", path);
+    } else if (first) {
+        snprintf(err, err_len, "%s is not a golden case directory: it holds \"%s\"%s; --force "
+                 "replaces only a directory holding case.json and the case's .bin files, so "
+                 "nothing was changed", path, first,
+                 first_is_known ? ", which is not a regular file" : "");
+        rc = -1;
+    } else if (has_any && !has_manifest) {
+        snprintf(err, err_len, "%s is not a golden case directory: it holds no case.json; "
+                 "--force replaces only a case, so nothing was changed", path);
+        rc = -1;
+    }
+    free(first);
+    return rc;
+}
+
+int golden_case_write(const char *path_arg, const golden_case *c, bool force, char *err,
                       size_t err_len)
 {
+    if (path_arg[0] == '\0') {
+        snprintf(err, err_len, "the case directory to write is an empty string");
+        return -1;
+    }
+    /* "out/c1/" names c1: without the slash its parent is "out", not "out/c1". */
+    char *path = dup_string(path_arg);
+    if (!path) {
+        snprintf(err, err_len, "out of memory writing %s", path_arg);
+        return -1;
+    }
+    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
+        path[n - 1] = '\0';
+    if (strcmp(path, "/") == 0) {
+        snprintf(err, err_len, "cannot write a case as the root directory /");
+        free(path);
+        return -1;
+    }
+
     struct stat st;
     bool exists = lstat(path, &st) == 0;
     if (exists && !force) {
         snprintf(err, err_len, "%s already exists; pass --force to replace it", path);
+        free(path);
+        return -1;
+    }
+    if (exists && check_replaceable(path, &st, err, err_len) != 0) {
+        free(path);
         return -1;
     }
 
@@ -595,16 +740,18 @@ int golden_case_write(const char *path, const golden_case *c, bool force, char *
     char *parent = slash ? golden_strdup_printf("%.*s", (int)(slash - path), path)
                          : golden_strdup_printf(".");
     const char *base = slash ? slash + 1 : path;
-    if (!parent) {
-        snprintf(err, err_len, "out of memory writing %s", path);
-        return -1;
-    }
-    if (parent[0] == '\0') {
+    if (parent && parent[0] == '\0') {
         free(parent);
         parent = golden_strdup_printf("/");
     }
-    if (!parent || golden_mkdirs(parent, err, err_len) != 0) {
+    if (!parent) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        free(path);
+        return -1;
+    }
+    if (golden_mkdirs(parent, err, err_len) != 0) {
         free(parent);
+        free(path);
         return -1;
     }
     char *tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", parent, base);
@@ -668,17 +815,31 @@ int golden_case_write(const char *path, const golden_case *c, bool force, char *
             goto done;
         }
         if (rename(tmp, path) != 0) {
-            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
-            /* Another writer's case may hold the name now; then ours is
-             * dropped instead of left behind under the temporary name. */
-            if (rename(old, path) != 0)
-                golden_remove_tree(old);
+            int saved_put = errno;
             golden_remove_tree(tmp);
+            /* Another writer's case may hold the name now; then the old
+             * case (checked above to be one) is dropped instead of left
+             * behind under the temporary name, unless something else got
+             * into it meanwhile. */
+            if (rename(old, path) != 0 && golden_remove_case_dir(old) != 0)
+                snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
+                         "kept at %s", path, strerror(saved_put), old);
+            else
+                snprintf(err, err_len, "cannot put %s in place: %s", path,
+                         strerror(saved_put));
             goto done;
         }
         golden_temp_untrack(tmp_slot);
         tmp_slot = -1;
-        golden_remove_tree(old);
+        if (golden_remove_case_dir(old) != 0) {
+            /* The new case is in place and what is left of the old one
+             * sits under a dot name that readers skip: report it rather
+             * than remove more than the case files. */
+            snprintf(err, err_len, "%s was written, but the case it replaced could not be "
+                     "removed and is kept at %s: %s", path, old, strerror(errno));
+            rc = 1;
+            goto done;
+        }
     } else if (rename(tmp, path) != 0) {
         snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
         golden_remove_tree(tmp);
@@ -692,6 +853,7 @@ done:
     free(old);
     free(tmp);
     free(parent);
+    free(path);
     return rc;
 }
 
@@ -718,13 +880,76 @@ static int list_add(path_list *l, char *s)
     return 0;
 }
 
-static int walk(const char *dir, path_list *out, char *err, size_t err_len)
+static int compare_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The directories the walk has entered, by (st_dev, st_ino): symbolic links
+ * are followed, so a link back up the tree would loop forever and two links
+ * to one directory would list its cases twice.  An open-addressing hash set,
+ * as a corpus can hold many thousands of directories. */
+typedef struct dir_id {
+    dev_t dev;
+    ino_t ino;
+    bool used;
+} dir_id;
+
+typedef struct dir_set {
+    dir_id *slots;
+    size_t count, capacity; /* capacity a power of two, at most half full */
+} dir_set;
+
+static size_t dir_slot(const dir_set *set, dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32 | (uint64_t)dev >> 32)) *
+                 UINT64_C(0x9E3779B97F4A7C15);
+    size_t i = (size_t)(h >> 32) & (set->capacity - 1);
+    while (set->slots[i].used && !(set->slots[i].dev == dev && set->slots[i].ino == ino))
+        i = (i + 1) & (set->capacity - 1);
+    return i;
+}
+
+/* Adds the directory st describes: 1 if it is new, 0 if the walk has been
+ * there already, -1 when memory runs out. */
+static int dir_set_add(dir_set *set, const struct stat *st)
+{
+    if (2 * (set->count + 1) > set->capacity) {
+        dir_set grown = {NULL, 0, set->capacity ? 2 * set->capacity : 64};
+        grown.slots = calloc(grown.capacity, sizeof *grown.slots);
+        if (!grown.slots)
+            return -1;
+        for (size_t i = 0; i < set->capacity; i++)
+            if (set->slots[i].used)
+                grown.slots[dir_slot(&grown, set->slots[i].dev, set->slots[i].ino)] =
+                    set->slots[i];
+        grown.count = set->count;
+        free(set->slots);
+        *set = grown;
+    }
+    size_t i = dir_slot(set, st->st_dev, st->st_ino);
+    if (set->slots[i].used)
+        return 0;
+    set->slots[i] = (dir_id){st->st_dev, st->st_ino, true};
+    set->count++;
+    return 1;
+}
+
+/* dir_st is stat() of dir (links followed). */
+static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_list *out,
+                char *err, size_t err_len)
 {
     struct stat st;
-    char *manifest = golden_strdup_printf("%s/case.json", dir);
+    int added = dir_set_add(seen, dir_st);
+    if (added < 0)
+        goto oom;
+    if (added == 0)
+        return 0; /* a loop, or a second name for a directory already listed */
+
+    char *manifest = join_dir(dir, "case.json");
     if (!manifest)
         goto oom;
-    if (lstat(manifest, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (stat(manifest, &st) == 0 && S_ISREG(st.st_mode)) {
         free(manifest);
         char *copy = dup_string(dir);
         if (!copy || list_add(out, copy) != 0) {
@@ -740,39 +965,53 @@ static int walk(const char *dir, path_list *out, char *err, size_t err_len)
         snprintf(err, err_len, "cannot read directory %s: %s", dir, strerror(errno));
         return -1;
     }
+    /* Children in byte order: which of two names for one directory is
+     * listed must not depend on the file system's order. */
+    path_list children = {0};
     struct dirent *e;
     int rc = 0;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
+    while ((e = readdir(d)) != NULL) {
         /* Dot-entries include the temporaries of an interrupted write. */
         if (e->d_name[0] == '.')
             continue;
-        char *child = golden_strdup_printf("%s/%s", dir, e->d_name);
-        if (!child) {
-            closedir(d);
-            goto oom;
+        char *child = join_dir(dir, e->d_name);
+        if (!child || list_add(&children, child) != 0) {
+            free(child);
+            rc = -1;
+            break;
         }
-        if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-            rc = walk(child, out, err, err_len);
-        free(child);
     }
     closedir(d);
+    if (rc != 0) {
+        golden_free_paths(children.items, children.count);
+        goto oom;
+    }
+    if (children.count > 1)
+        qsort(children.items, children.count, sizeof *children.items, compare_paths);
+    for (size_t i = 0; rc == 0 && i < children.count; i++) {
+        /* stat, not lstat: a link to a directory of cases is followed; a
+         * dangling link is skipped like any other non-directory. */
+        if (stat(children.items[i], &st) == 0 && S_ISDIR(st.st_mode))
+            rc = walk(children.items[i], &st, seen, out, err, err_len);
+    }
+    golden_free_paths(children.items, children.count);
     return rc;
 oom:
     snprintf(err, err_len, "out of memory listing %s", dir);
     return -1;
 }
 
-static int compare_paths(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len)
 {
     path_list list = {0};
+    dir_set seen = {0};
     struct stat st;
     *dirs = NULL;
     *count = 0;
+    if (root[0] == '\0') {
+        snprintf(err, err_len, "the directory to search is an empty string");
+        return -1;
+    }
     if (stat(root, &st) != 0) {
         snprintf(err, err_len, "%s: %s", root, strerror(errno));
         return -1;
@@ -789,8 +1028,9 @@ int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, 
     }
     for (size_t n = strlen(clean); n > 1 && clean[n - 1] == '/'; n--)
         clean[n - 1] = '\0';
-    int rc = walk(clean, &list, err, err_len);
+    int rc = walk(clean, &st, &seen, &list, err, err_len);
     free(clean);
+    free(seen.slots);
     if (rc != 0) {
         golden_free_paths(list.items, list.count);
         return -1;

@@ -340,35 +340,107 @@ int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_o
     return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (Unicode Table 3-7: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), its code point in
+ * *cp; 0 when p does not start one.  A NUL ends a truncated sequence like
+ * any other byte outside its continuation range, so it never reads past
+ * the string. */
+static size_t utf8_sequence(const unsigned char *p, uint32_t *cp)
+{
+    unsigned char b = p[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    if (b >= 0xc2 && b <= 0xdf) {
+        n = 2;
+        *cp = b & 0x1f;
+    } else if (b >= 0xe0 && b <= 0xef) {
+        n = 3;
+        *cp = b & 0x0f;
+        if (b == 0xe0)
+            lo = 0xa0;
+        else if (b == 0xed)
+            hi = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+        n = 4;
+        *cp = b & 0x07;
+        if (b == 0xf0)
+            lo = 0x90;
+        else if (b == 0xf4)
+            hi = 0x8f;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xbf))
+            return 0;
+        *cp = *cp << 6 | (p[i] & 0x3f);
+    }
+    return n;
+}
+
+/* The file says encoding="UTF-8", so what it holds must be well-formed
+ * UTF-8 of characters XML 1.0 allows, whatever the bytes of a directory
+ * name or message were.  What cannot be carried is written as a visible
+ * "\xHH" per byte (lower-case hex) rather than U+FFFD, so that a CI page
+ * still tells which byte of a file name was odd: each byte of an invalid
+ * UTF-8 sequence, the control characters XML 1.0 forbids (and DEL, which
+ * it allows but nobody can see), and U+FFFE and U+FFFF.  A literal "\x" in
+ * the input passes unchanged, so the escape is for reading, not reversing. */
 void golden_xml_escape(FILE *f, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
         switch (*p) {
         case '&':
             fputs("&amp;", f);
-            break;
+            p++;
+            continue;
         case '<':
             fputs("&lt;", f);
-            break;
+            p++;
+            continue;
         case '>':
             fputs("&gt;", f);
-            break;
+            p++;
+            continue;
         case '"':
             fputs("&quot;", f);
-            break;
+            p++;
+            continue;
         case '\'':
             fputs("&apos;", f);
-            break;
+            p++;
+            continue;
         case '\n':
             fputs("&#10;", f);
-            break;
+            p++;
+            continue;
         case '\t':
             fputs("&#9;", f);
-            break;
+            p++;
+            continue;
+        case '\r':
+            /* A raw CR would be read back as a line feed. */
+            fputs("&#13;", f);
+            p++;
+            continue;
         default:
-            /* XML 1.0 cannot carry other control characters, even escaped. */
-            fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+            break;
         }
+        uint32_t cp;
+        size_t n = utf8_sequence(p, &cp);
+        if (n == 0 || cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff) {
+            for (size_t i = 0; i < (n ? n : 1); i++)
+                fprintf(f, "\\x%02x", p[i]);
+            p += n ? n : 1;
+            continue;
+        }
+        fwrite(p, 1, n, f);
+        p += n;
     }
 }
 

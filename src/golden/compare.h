@@ -89,8 +89,12 @@ int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_o
 int golden_junit_write(const golden_junit *j, const char *path, char *err, size_t err_len);
 void golden_junit_free(golden_junit *j);
 
-/* Writes s into f with XML escaping (also replacing characters XML 1.0
- * cannot carry), for attributes and text alike. */
+/* Writes s into f with XML escaping, for attributes and text alike.  The
+ * output is always well-formed UTF-8 of XML 1.0 characters: valid UTF-8 in
+ * s passes through, while each byte of an invalid sequence and each
+ * character XML 1.0 cannot carry (control characters other than tab, line
+ * feed and carriage return, which become character references; DEL; U+FFFE,
+ * U+FFFF) is written as a visible "\xHH" escape of its bytes. */
 void golden_xml_escape(FILE *f, const char *s);
 
 #endif

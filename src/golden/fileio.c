@@ -212,6 +212,12 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* The tensors first and the manifest last, the order the writer creates
+ * them in, so a removal cut short never leaves a case.json whose files are
+ * gone. */
+const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT] = {
+    "permuted_output_grad.bin", "sorted_indices.bin", "input_grad.bin", "case.json"};
+
 /* ---------------------------------------------------------------------- */
 /* Temporaries removed on SIGINT, SIGTERM, SIGHUP (see fileio.h)          */
 /* ---------------------------------------------------------------------- */
@@ -245,11 +251,9 @@ static void join_path(char *out, const char *dir, const char *file)
 
 static void remove_case_dir(const char *dir)
 {
-    static const char *const files[] = {"permuted_output_grad.bin", "sorted_indices.bin",
-                                        "input_grad.bin", "case.json"};
     char path[TEMP_PATH_MAX];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        join_path(path, dir, files[i]);
+    for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++) {
+        join_path(path, dir, golden_case_files[i]);
         unlink(path);
     }
     rmdir(dir);
@@ -404,6 +408,23 @@ int golden_remove_tree(const char *path)
     if (rmdir(path) != 0)
         rc = -1;
     return rc;
+}
+
+int golden_remove_case_dir(const char *dir)
+{
+    for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++) {
+        char *path = golden_strdup_printf("%s/%s", dir, golden_case_files[i]);
+        if (!path) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int rc = unlink(path);
+        free(path);
+        if (rc != 0 && errno != ENOENT)
+            return -1;
+    }
+    /* Whatever else is in the directory keeps it from going: ENOTEMPTY. */
+    return rmdir(dir);
 }
 
 int golden_mkdirs(const char *dir, char *err, size_t err_len)

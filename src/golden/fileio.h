@@ -75,8 +75,22 @@ int golden_temp_track(int kind, const char *path, const char *target);
 void golden_temp_untrack(int slot);
 
 /* Removes path and, if it is a directory, everything below it (no links
- * followed).  Returns 0 or -1 with errno set. */
+ * followed).  Returns 0 or -1 with errno set.  Only for directories this
+ * process created itself: a directory that was already there goes through
+ * golden_remove_case_dir(). */
 int golden_remove_tree(const char *path);
+
+/* The files of a case directory as golden_case_write() makes it
+ * (docs/golden-format.md, section 1): the three tensors, then case.json. */
+#define GOLDEN_CASE_FILE_COUNT 4
+extern const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT];
+
+/* golden_remove_case_dir() removes a case directory without recursing: the
+ * files of golden_case_files (missing ones are fine), then the directory.
+ * Anything else in it stays, and so does the directory (ENOTEMPTY), so it
+ * never removes what is not part of a case.  Returns 0 or -1 with errno
+ * set. */
+int golden_remove_case_dir(const char *dir);
 
 /* Creates dir and its missing parents (mode 0777 less umask).  Returns 0 or
  * -1 with a sentence in err. */

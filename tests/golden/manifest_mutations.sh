@@ -72,7 +72,7 @@ expect_refusal "integer written as a float" 'tokens_num is 5.0, expected an inte
 fresh; mutate 's/"tokens_num": 5/"tokens_num": -5/'
 expect_refusal "negative integer" 'tokens_num is -5, expected a non-negative integer'
 fresh; mutate 's/"hidden_size": 17/"hidden_size": 99999999999999999999/'
-expect_refusal "integer beyond 64 bits" 'hidden_size is beyond the 64-bit range'
+expect_refusal "integer beyond 64 bits" 'hidden_size is 18446744073709551615 or more'
 fresh; mutate 's/"top_k": 2/"top_k": 4294967296/'
 expect_refusal "T*K overflow" 'times top_k 4294967296'
 fresh; mutate 's/"format": "moeperm-golden\/1"/"format": "moeperm-golden\/2"/'
