@@ -99,8 +99,14 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--version") == 0)
         return finish_stdout(cmd_version(1, argv + 1));
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* getopt names argv[0] in its messages: "moeperm golden:
+             * unrecognized option", like every other message of the tool */
+            char name[32];
+            snprintf(name, sizeof name, "moeperm %s", commands[i].name);
+            argv[1] = name;
             return finish_stdout(commands[i].run(argc - 1, argv + 1));
+        }
     fprintf(stderr, "moeperm: \"%s\" is not a command\n\n%s", argv[1], usage_text);
     return EXIT_BAD_INPUT;
 }
