@@ -407,6 +407,34 @@ static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **sta
 }
 
 /* "" once read "/case.json"; "dir/" printed "dir//case.json". */
+/* The removal of a replaced case: a directory holding anything besides the
+ * case's files (a file that appeared in the parked case) is left whole,
+ * case files included, so what golden_case_write() reports as kept is
+ * kept; a plain case directory goes entirely. */
+static void test_case_removal_leaves_a_directory_with_other_files_whole(void **state)
+{
+    (void)state;
+    char err[1024], path[512], file[600];
+    golden_case c = make_case(3, -1);
+    snprintf(path, sizeof path, "%s/removal", root);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/notes.txt", path);
+    write_text(file, "keep me");
+    errno = 0;
+    assert_int_equal(golden_remove_case_dir(path), -1);
+    assert_int_equal(errno, ENOTEMPTY);
+    golden_case back;
+    if (golden_case_read(path, true, &back, err, sizeof err) != 0)
+        fail_msg("the case was touched: %s", err);
+    assert_memory_equal(back.input_grad, c.input_grad, golden_output_bytes(&c));
+    golden_case_free(&back);
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(golden_remove_case_dir(path), 0);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), -1);
+    golden_case_free(&c);
+}
+
 static void test_empty_case_directory_is_refused_and_slashes_are_not_doubled(void **state)
 {
     (void)state;
@@ -548,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_find_cases_is_sorted_and_skips_dot_directories),
         cmocka_unit_test(test_force_refuses_a_directory_that_is_not_a_case),
         cmocka_unit_test(test_old_case_that_cannot_be_removed_is_kept_and_reported),
+        cmocka_unit_test(test_case_removal_leaves_a_directory_with_other_files_whole),
         cmocka_unit_test(test_empty_case_directory_is_refused_and_slashes_are_not_doubled),
         cmocka_unit_test(test_integers_at_and_beyond_64_bits),
         cmocka_unit_test(test_find_cases_follows_links_once_and_ends_loops),

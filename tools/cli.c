@@ -47,6 +47,16 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
+/* The directory path's file would be in (malloc'd; NULL when memory runs
+ * out). */
+static char *parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return !slash ? golden_strdup_printf(".")
+           : slash == path ? golden_strdup_printf("/")
+                           : golden_strdup_printf("%.*s", (int)(slash - path), path);
+}
+
 bool cli_output_path(const char *cmd, const char *flag, const char *path)
 {
     size_t len = strlen(path);
@@ -67,10 +77,7 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path)
     }
     /* The output is written to a temporary beside it and renamed into
      * place, so what has to exist and take new files is its directory. */
-    const char *slash = strrchr(path, '/');
-    char *dir = !slash ? golden_strdup_printf(".")
-              : slash == path ? golden_strdup_printf("/")
-                              : golden_strdup_printf("%.*s", (int)(slash - path), path);
+    char *dir = parent_dir(path);
     if (!dir) {
         fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
         return false;
@@ -109,6 +116,23 @@ bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
             return false;
         }
     return true;
+}
+
+bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir)
+{
+    char *dir = parent_dir(path);
+    struct stat a, b;
+    bool inside = dir && stat(dir, &a) == 0 && stat(case_dir, &b) == 0 && a.st_dev == b.st_dev &&
+                  a.st_ino == b.st_ino;
+    if (!dir)
+        fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
+    else if (inside)
+        fprintf(stderr,
+                "moeperm %s: %s \"%s\" is in the directory of the case %s, whose manifest "
+                "cannot be read; refusing to write beside files that may be golden data\n",
+                cmd, flag, path, case_dir);
+    free(dir);
+    return dir && !inside;
 }
 
 const backend_ops *cli_backend(const char *cmd, const char *backend_name,

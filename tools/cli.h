@@ -32,6 +32,12 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path);
 bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
                        const golden_case *c);
 
+/* Refuses an output path in the directory case_dir (compared by device and
+ * inode): for a case whose manifest cannot be read, so that which of its
+ * files are golden data is unknown.  Returns false after printing a
+ * message naming the path and the case. */
+bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir);
+
 /* The backend named by --backend (backend_name) with its options: the
  * device is --device N when given (device_flag != NULL), else, for the npu
  * backend only, MOEPERM_NPU_DEVICE, else 0.  Returns NULL after printing a

@@ -155,7 +155,8 @@ static void parallel_memcpy(char *dst, const char *src, int64_t bytes, int64_t c
  * many instructions to keep enough lines in flight. */
 #define READ_PAGES 8
 #define READ_PAGE_BYTES 4096
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+/* target_clones needs ifunc: glibc has it, musl does not */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define READ_VARIANTS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define READ_VARIANTS

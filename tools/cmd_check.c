@@ -213,22 +213,20 @@ int cmd_check(int argc, char **argv)
     }
 
     /* The report replaces whatever is at its path; that must not be a
-     * file of one of the cases it judges.  A manifest that cannot be read
-     * is still a file to keep (its case is reported as bad input later). */
+     * file of one of the cases it judges. */
     for (size_t i = 0; junit_path && i < total; i++) {
         golden_case c;
-        char *fallback = NULL;
-        if (golden_case_read_manifest(all[i], &c, err, sizeof err) != 0) {
-            /* c was left empty: only the manifest's own path is known */
-            fallback = golden_strdup_printf("%s/case.json", all[i]);
-            c.dir = all[i];
-            c.manifest_path = fallback;
-        }
-        bool ok = cli_not_case_file("check", "--junit", junit_path, &c);
-        if (fallback)
-            free(fallback);
-        else
+        bool ok;
+        if (golden_case_read_manifest(all[i], &c, err, sizeof err) == 0) {
+            ok = cli_not_case_file("check", "--junit", junit_path, &c);
             golden_case_free(&c);
+        } else {
+            /* Which files are this case's is unknown when the reader
+             * refuses its manifest (the case is reported as bad input
+             * later), and its tensors may still be golden data: keep the
+             * report out of its directory altogether. */
+            ok = cli_not_in_dir("check", "--junit", junit_path, all[i]);
+        }
         if (!ok) {
             golden_free_paths(all, total);
             return EXIT_BAD_INPUT;

@@ -810,16 +810,20 @@ int golden_case_write(const char *path_arg, const golden_case *c, bool force, ch
         if (rename(tmp, path) != 0) {
             int saved_put = errno;
             golden_remove_tree(tmp);
-            /* Another writer's case may hold the name now; then the old
-             * case (checked above to be one) is dropped instead of left
-             * behind under the temporary name, unless something else got
-             * into it meanwhile. */
-            if (rename(old, path) != 0 && golden_remove_case_dir(old) != 0)
-                snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
-                         "kept at %s", path, strerror(saved_put), old);
-            else
+            /* The old case goes back.  Only when another writer's case
+             * holds the name now is the old one (checked above to be a
+             * case) dropped instead of left behind under the temporary
+             * name, and only if nothing else got into it meanwhile; any
+             * other failure (a full disk, an I/O error) keeps it where it
+             * is and says so. */
+            bool back = rename(old, path) == 0;
+            bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
+            if (back || (taken && golden_remove_case_dir(old) == 0))
                 snprintf(err, err_len, "cannot put %s in place: %s", path,
                          strerror(saved_put));
+            else
+                snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
+                         "kept at %s", path, strerror(saved_put), old);
             goto done;
         }
         golden_temp_untrack(tmp_slot);

@@ -275,7 +275,10 @@ static void on_fatal_signal(int sig)
      * was already renamed into place, and then the old one is dropped. */
     for (int i = 0; i < TEMP_SLOTS; i++) {
         temp_slot *s = &temp_slots[i];
-        if (s->kind == GOLDEN_TEMP_PARKED && rename(s->path, s->target) != 0)
+        /* A parked case goes back; it is dropped only when another
+         * writer's case took its name (any other failure keeps it). */
+        if (s->kind == GOLDEN_TEMP_PARKED && rename(s->path, s->target) != 0 &&
+            (errno == EEXIST || errno == ENOTEMPTY))
             remove_case_dir(s->path);
         s->kind = 0;
     }
@@ -412,6 +415,25 @@ int golden_remove_tree(const char *path)
 
 int golden_remove_case_dir(const char *dir)
 {
+    /* Anything but the case's files keeps the whole case: nothing is
+     * unlinked, so what is reported as kept is kept whole. */
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    bool foreign = false;
+    while (!foreign && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        foreign = true;
+        for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++)
+            foreign = foreign && strcmp(e->d_name, golden_case_files[i]) != 0;
+    }
+    closedir(d);
+    if (foreign) {
+        errno = ENOTEMPTY;
+        return -1;
+    }
     for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++) {
         char *path = golden_strdup_printf("%s/%s", dir, golden_case_files[i]);
         if (!path) {

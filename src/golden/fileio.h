@@ -87,9 +87,10 @@ extern const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT];
 
 /* golden_remove_case_dir() removes a case directory without recursing: the
  * files of golden_case_files (missing ones are fine), then the directory.
- * Anything else in it stays, and so does the directory (ENOTEMPTY), so it
- * never removes what is not part of a case.  Returns 0 or -1 with errno
- * set. */
+ * A directory holding anything else is left untouched, case files
+ * included (ENOTEMPTY), so it never removes what is not part of a case and
+ * never leaves half a case.  Returns 0 or -1 with errno set (an unlink
+ * failing partway, e.g. EACCES, can still leave part of the case). */
 int golden_remove_case_dir(const char *dir);
 
 /* Creates dir and its missing parents (mode 0777 less umask).  Returns 0 or

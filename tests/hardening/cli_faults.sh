@@ -3,6 +3,8 @@
 #
 # `moeperm run` and `moeperm golden` write through a temporary name and a
 # rename.  This checks what that promises (docs/reliability.md):
+#   - a rename that fails (ENOSPC) while golden --force replaces a case:
+#     the old case goes back, or is kept whole under its dot name and named;
 #   - a signal (INT, TERM, HUP) at the worst moment - the temporary output
 #     complete, the rename not done - kills the process by that signal
 #     (shell status 128+N) with a message, removes the temporary, and leaves
@@ -107,6 +109,29 @@ for sig in $signals; do
 done
 "$moeperm" compare "$work/cases/c1" "$work/out/r.bin" >/dev/null ||
     fail "after the signals, c1 and its output no longer agree"
+
+# --- a rename that fails, as on a full disk ---------------------------------
+# golden --force: rename 1 parks the old case, rename 2 puts the new one in
+# place.  When rename 2 fails the old case goes back (rename 3); when that
+# fails too, it is kept whole under its dot name and the message names it.
+SHIM_FAIL_RENAME_AT=2 LD_PRELOAD=$shim gen "$work/cases" c1 7 --force 2>"$work/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "golden --force, rename 2 fails: status $rc, expected 2"
+grep -q "No space left" "$work/err" || fail "golden --force, rename 2 fails: message '$(cat "$work/err")'"
+same_case "$work/cases/c1" "$work/c1.orig" "golden --force, rename 2 fails"
+no_temporaries "$work/cases" "golden --force, rename 2 fails"
+SHIM_FAIL_RENAME_FROM=2 LD_PRELOAD=$shim gen "$work/cases" c1 7 --force 2>"$work/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "golden --force, renames 2 and 3 fail: status $rc, expected 2"
+kept=$(sed -n 's/.*kept at //p' "$work/err")
+if [ -n "$kept" ] && [ -d "$kept" ]; then
+    same_case "$kept" "$work/c1.orig" "golden --force, renames 2 and 3 fail: the kept case"
+    [ -e "$work/cases/c1" ] && fail "golden --force, renames 2 and 3 fail: c1 exists"
+    mv "$kept" "$work/cases/c1"
+else
+    fail "golden --force, renames 2 and 3 fail: the old case is not named or not there: $(cat "$work/err")"
+fi
+no_temporaries "$work/cases" "golden --force, renames 2 and 3 fail"
 
 # --- a write that fails: RLIMIT_FSIZE ----------------------------------------
 # 8 blocks (4 or 8 KiB, whichever unit this shell uses) is below every file

@@ -93,6 +93,13 @@ cp "$work/broken/case.json" "$work/broken.orig"
 expect 2 "check --junit a broken manifest" "$moeperm" check "$work/broken" --junit "$work/broken/case.json"
 says "check --junit a broken manifest" "manifest"
 cmp -s "$work/broken/case.json" "$work/broken.orig" || fail "check --junit a broken manifest: it changed"
+# ... and so are its tensor files, whatever the unreadable manifest names
+cp "$work/broken/input_grad.bin" "$work/broken-tensor.orig"
+expect 2 "check --junit a tensor beside a broken manifest" "$moeperm" check "$work/broken" \
+    --junit "$work/broken/input_grad.bin"
+says "check --junit a tensor beside a broken manifest" "cannot be read"
+cmp -s "$work/broken/input_grad.bin" "$work/broken-tensor.orig" ||
+    fail "check --junit a tensor beside a broken manifest: it changed"
 # An output beside the case files, not one of them, is fine.
 expect 0 "run --out beside the case files" "$moeperm" run "$c1" --out "$c1/mine.bin"
 expect 0 "check --junit beside the case files" "$moeperm" check "$work/cases" --junit "$c1/junit.xml"
