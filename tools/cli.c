@@ -47,16 +47,6 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
-/* The directory path's file would be in (malloc'd; NULL when memory runs
- * out). */
-static char *parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return !slash ? golden_strdup_printf(".")
-           : slash == path ? golden_strdup_printf("/")
-                           : golden_strdup_printf("%.*s", (int)(slash - path), path);
-}
-
 bool cli_output_path(const char *cmd, const char *flag, const char *path)
 {
     size_t len = strlen(path);
@@ -77,7 +67,7 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path)
     }
     /* The output is written to a temporary beside it and renamed into
      * place, so what has to exist and take new files is its directory. */
-    char *dir = parent_dir(path);
+    char *dir = golden_dir_of(path);
     if (!dir) {
         fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
         return false;
@@ -120,7 +110,7 @@ bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
 
 bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir)
 {
-    char *dir = parent_dir(path);
+    char *dir = golden_dir_of(path);
     struct stat a, b;
     bool inside = dir && stat(dir, &a) == 0 && stat(case_dir, &b) == 0 && a.st_dev == b.st_dev &&
                   a.st_ino == b.st_ino;

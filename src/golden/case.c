@@ -730,13 +730,8 @@ int golden_case_write(const char *path_arg, const golden_case *c, bool force, ch
     }
 
     const char *slash = strrchr(path, '/');
-    char *parent = slash ? golden_strdup_printf("%.*s", (int)(slash - path), path)
-                         : golden_strdup_printf(".");
     const char *base = slash ? slash + 1 : path;
-    if (parent && parent[0] == '\0') {
-        free(parent);
-        parent = golden_strdup_printf("/");
-    }
+    char *parent = golden_dir_of(path);
     if (!parent) {
         snprintf(err, err_len, "out of memory writing %s", path);
         free(path);

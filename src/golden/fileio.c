@@ -195,8 +195,7 @@ int golden_write_all(int fd, const void *data, size_t size)
     return 0;
 }
 
-/* The directory part of path ("." when there is none), malloc'd. */
-static char *dir_of(const char *path)
+char *golden_dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
@@ -340,7 +339,7 @@ void golden_temp_untrack(int slot)
 int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len)
 {
-    char *dir = dir_of(path);
+    char *dir = golden_dir_of(path);
     char *tmp = dir ? golden_strdup_printf("%s/.%s.tmp.XXXXXX", dir, base_of(path)) : NULL;
     int fd;
 

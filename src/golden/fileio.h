@@ -93,6 +93,10 @@ extern const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT];
  * failing partway, e.g. EACCES, can still leave part of the case). */
 int golden_remove_case_dir(const char *dir);
 
+/* The directory part of path: "." when there is none, "/" for a file at
+ * the root (malloc'd; NULL when memory runs out). */
+char *golden_dir_of(const char *path);
+
 /* Creates dir and its missing parents (mode 0777 less umask).  Returns 0 or
  * -1 with a sentence in err. */
 int golden_mkdirs(const char *dir, char *err, size_t err_len);
