@@ -49,12 +49,16 @@ const char *moeperm_version(void)
 size_t moeperm_dtype_size(moeperm_dtype dtype)
 {
     switch (dtype) {
+    case MOEPERM_INT64:
+        return 8;
     case MOEPERM_FLOAT:
     case MOEPERM_INT32:
         return 4;
     case MOEPERM_FLOAT16:
     case MOEPERM_BF16:
         return 2;
+    case MOEPERM_INT8:
+        return 1;
     default:
         return 0;
     }
@@ -71,6 +75,10 @@ const char *moeperm_dtype_name(moeperm_dtype dtype)
         return "bf16";
     case MOEPERM_INT32:
         return "int32";
+    case MOEPERM_INT64:
+        return "int64";
+    case MOEPERM_INT8:
+        return "int8";
     default:
         return "unknown";
     }

@@ -501,6 +501,7 @@ moeperm_status moeperm_token_permute_grad_get_workspace_size(
     struct moeperm_executor *plan = malloc(sizeof *plan);
     if (!plan)
         return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
+    plan->op = MOEPERM_OP_PERMUTE_GRAD;
     plan->grad = *permuted_output_grad;
     plan->indices = *sorted_indices;
     plan->out = *out;
@@ -521,6 +522,12 @@ moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t workspace_si
         free(executor);
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                             "stream must be NULL on the CPU backend, got %p", stream);
+    }
+    if (executor->op != MOEPERM_OP_PERMUTE_GRAD) {
+        free(executor);
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "the executor was planned by another operator, not "
+                            "moeperm_token_permute_grad_get_workspace_size()");
     }
     moeperm_kernel_run(executor, 0);
     free(executor);

@@ -53,8 +53,11 @@ MOEPERM_API const char *moeperm_version(void);
 /* Element types.  The values equal the vendor's aclDataType. */
 typedef enum moeperm_dtype {
     MOEPERM_FLOAT = 0,   /* IEEE binary32 */
+    MOEPERM_FLOAT32 = 0, /* the same: the name most users type */
     MOEPERM_FLOAT16 = 1, /* IEEE binary16 */
+    MOEPERM_INT8 = 2,    /* two's complement 8-bit */
     MOEPERM_INT32 = 3,   /* two's complement 32-bit */
+    MOEPERM_INT64 = 9,   /* two's complement 64-bit */
     MOEPERM_BF16 = 27    /* bfloat16: the upper half of a binary32 */
 } moeperm_dtype;
 
