@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -50,6 +51,7 @@ size_t moeperm_dtype_size(moeperm_dtype dtype)
 {
     switch (dtype) {
     case MOEPERM_INT64:
+    case MOEPERM_FLOAT64:
         return 8;
     case MOEPERM_FLOAT:
     case MOEPERM_INT32:
@@ -79,7 +81,31 @@ const char *moeperm_dtype_name(moeperm_dtype dtype)
         return "int64";
     case MOEPERM_INT8:
         return "int8";
+    case MOEPERM_FLOAT64:
+        return "float64";
     default:
         return "unknown";
     }
+}
+
+static const char *const op_names[] = {
+    [MOEPERM_OP_PERMUTE_GRAD] = "MoeTokenPermuteGrad",
+    [MOEPERM_OP_PERMUTE] = "MoeTokenPermute",
+    [MOEPERM_OP_UNPERMUTE] = "MoeTokenUnpermute",
+    [MOEPERM_OP_UNPERMUTE_GRAD] = "MoeTokenUnpermuteGrad",
+};
+
+const char *moeperm_op_name(moeperm_op op)
+{
+    if ((int)op < 1 || (size_t)op >= sizeof op_names / sizeof op_names[0])
+        return NULL;
+    return op_names[op];
+}
+
+moeperm_op moeperm_op_parse(const char *name)
+{
+    for (size_t i = 1; name && i < sizeof op_names / sizeof op_names[0]; i++)
+        if (strcmp(name, op_names[i]) == 0)
+            return (moeperm_op)i;
+    return (moeperm_op)0;
 }

@@ -27,20 +27,11 @@ struct moeperm_tensor {
     void *data;
 };
 
-/* Which operator planned an executor: a plan runs only through the
- * second phase of the operator that made it. */
-typedef enum moeperm_op_kind {
-    MOEPERM_OP_PERMUTE_GRAD = 1,
-    MOEPERM_OP_PERMUTE = 2,
-    MOEPERM_OP_UNPERMUTE = 3,
-    MOEPERM_OP_UNPERMUTE_GRAD = 4
-} moeperm_op_kind;
-
 /* A validated plan: copies of the views, so the caller may destroy its
  * tensor objects between the two phases.  One struct for every operator:
  * op says which, and each operator's file reads only its own fields. */
 struct moeperm_executor {
-    moeperm_op_kind op;
+    moeperm_op op; /* which operator planned it: a plan runs only through that operator */
     /* MoeTokenPermuteGrad (permute_grad.c) */
     struct moeperm_tensor grad;    /* permuted_output_grad [R, H] */
     struct moeperm_tensor indices; /* sorted_indices [T*K] */

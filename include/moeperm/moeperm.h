@@ -58,8 +58,26 @@ typedef enum moeperm_dtype {
     MOEPERM_INT8 = 2,    /* two's complement 8-bit */
     MOEPERM_INT32 = 3,   /* two's complement 32-bit */
     MOEPERM_INT64 = 9,   /* two's complement 64-bit */
+    MOEPERM_FLOAT64 = 11, /* IEEE binary64: exact reference values; no operator takes it */
     MOEPERM_BF16 = 27    /* bfloat16: the upper half of a binary32 */
 } moeperm_dtype;
+
+/* The operators of the family.  The values are the project's own. */
+typedef enum moeperm_op {
+    MOEPERM_OP_PERMUTE_GRAD = 1,  /* MoeTokenPermuteGrad */
+    MOEPERM_OP_PERMUTE = 2,       /* MoeTokenPermute */
+    MOEPERM_OP_UNPERMUTE = 3,     /* MoeTokenUnpermute */
+    MOEPERM_OP_UNPERMUTE_GRAD = 4 /* MoeTokenUnpermuteGrad */
+} moeperm_op;
+
+/*
+ * moeperm_op_name() returns the vendor's name of an operator, such as
+ * "MoeTokenPermuteGrad", or NULL for a value that is not one.
+ * moeperm_op_parse() is its inverse: it returns the operator named name, or
+ * 0 when name is none of them.  Static strings; thread safe.
+ */
+MOEPERM_API const char *moeperm_op_name(moeperm_op op);
+MOEPERM_API moeperm_op moeperm_op_parse(const char *name);
 
 /* Status codes.  The values equal the vendor's aclnnStatus. */
 typedef int32_t moeperm_status;
