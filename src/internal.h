@@ -44,10 +44,6 @@ struct moeperm_executor {
 moeperm_status moeperm_fail(moeperm_status status, const char *format, ...)
     MOEPERM_PRINTF(2, 3);
 
-/* Bytes per element of dtype, 0 for a dtype the library does not know. */
-size_t moeperm_dtype_size(moeperm_dtype dtype);
-/* "float32", "float16", "bf16", "int32" (the manifest's names), or "unknown". */
-const char *moeperm_dtype_name(moeperm_dtype dtype);
 
 /* Every argument check of the first phase (validate.c). */
 moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor *indices,

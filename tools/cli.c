@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +17,46 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
-#include "golden/fileio.h"
+#include "backend.h"
+
+char *cli_format(const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(NULL, 0, format, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!s)
+        return NULL;
+    va_start(ap, format);
+    vsnprintf(s, (size_t)n + 1, format, ap);
+    va_end(ap);
+    return s;
+}
+
+moeperm_op cli_op(const char *name)
+{
+    static const struct {
+        const char *short_name;
+        moeperm_op op;
+    } short_names[] = {{"permute-grad", MOEPERM_OP_PERMUTE_GRAD},
+                       {"permute", MOEPERM_OP_PERMUTE},
+                       {"unpermute", MOEPERM_OP_UNPERMUTE},
+                       {"unpermute-grad", MOEPERM_OP_UNPERMUTE_GRAD}};
+    for (size_t i = 0; i < sizeof short_names / sizeof short_names[0]; i++)
+        if (strcmp(name, short_names[i].short_name) == 0)
+            return short_names[i].op;
+    return moeperm_op_parse(name);
+}
+
+char *cli_dir_of(const char *path)
+{
+    /* dirname() may modify its argument and return static storage */
+    char *copy = strdup(path);
+    char *dir = copy ? strdup(dirname(copy)) : NULL;
+    free(copy);
+    return dir;
+}
 
 bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min, int64_t max,
                int64_t *out)
@@ -67,7 +107,7 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path)
     }
     /* The output is written to a temporary beside it and renamed into
      * place, so what has to exist and take new files is its directory. */
-    char *dir = golden_dir_of(path);
+    char *dir = cli_dir_of(path);
     if (!dir) {
         fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
         return false;
@@ -86,31 +126,54 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path)
     return problem == NULL;
 }
 
+bool cli_output_dir(const char *cmd, const char *flag, const char *path)
+{
+    struct stat st;
+    if (path[0] == '\0') {
+        fprintf(stderr, "moeperm %s: %s is \"\", expected a directory\n", cmd, flag);
+        return false;
+    }
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return true;
+        fprintf(stderr, "moeperm %s: %s \"%s\" exists and is not a directory; this case has "
+                        "several outputs, written as %s/<output>.bin\n",
+                cmd, flag, path, path);
+        return false;
+    }
+    if (mkdir(path, 0777) != 0) {
+        fprintf(stderr, "moeperm %s: %s \"%s\": cannot create the directory: %s\n", cmd, flag,
+                path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
                        const golden_case *c)
 {
     struct stat out, st;
     if (stat(path, &out) != 0)
         return true; /* nothing there yet, nothing to lose */
-    const char *const files[] = {c->manifest_path, c->grad_path, c->indices_path,
-                                 c->output_path};
-    static const char *const whats[] = {"manifest", "permuted_output_grad file",
-                                        "sorted_indices file", "input_grad file"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
-        if (files[i] && stat(files[i], &st) == 0 && st.st_dev == out.st_dev &&
-            st.st_ino == out.st_ino) {
-            fprintf(stderr,
-                    "moeperm %s: %s \"%s\" is %s, the %s of the case %s; refusing to "
-                    "overwrite the golden case\n",
-                    cmd, flag, path, files[i], whats[i], c->dir);
-            return false;
-        }
-    return true;
+    const char *what = "manifest", *file = c->manifest_path;
+    bool same = file && stat(file, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino;
+    for (size_t i = 0; !same && i < c->tensor_count; i++) {
+        file = c->tensors[i].path;
+        what = c->tensors[i].name;
+        same = file && stat(file, &st) == 0 && st.st_dev == out.st_dev &&
+               st.st_ino == out.st_ino;
+    }
+    if (same)
+        fprintf(stderr,
+                "moeperm %s: %s \"%s\" is %s, the %s%s of the case %s; refusing to "
+                "overwrite the golden case\n",
+                cmd, flag, path, file, what, file == c->manifest_path ? "" : " file", c->dir);
+    return !same;
 }
 
 bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir)
 {
-    char *dir = golden_dir_of(path);
+    char *dir = cli_dir_of(path);
     struct stat a, b;
     bool inside = dir && stat(dir, &a) == 0 && stat(case_dir, &b) == 0 && a.st_dev == b.st_dev &&
                   a.st_ino == b.st_ino;
@@ -130,8 +193,8 @@ const backend_ops *cli_backend(const char *cmd, const char *backend_name,
 {
     const backend_ops *ops = backend_find(backend_name);
     if (!ops) {
-        fprintf(stderr, "moeperm %s: --backend is \"%s\", expected cpu or npu\n", cmd,
-                backend_name);
+        fprintf(stderr, "moeperm %s: --backend is \"%s\", expected one of %s\n", cmd,
+                backend_name, backend_names());
         return NULL;
     }
     int64_t v = 0;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "golden/case.h"
+#include <moeperm/golden.h>
 
 /* Parses all of text as a decimal integer in [min, max]; on failure prints
  * "moeperm CMD: FLAG is "TEXT", expected ..." and returns false. */
@@ -22,6 +22,11 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
  * in a directory that exists and is writable.  Returns false after
  * printing a message that names the option and the path. */
 bool cli_output_path(const char *cmd, const char *flag, const char *path);
+
+/* Makes sure path is a directory that can take output files, creating it
+ * (its parent must exist) when it is missing.  Returns false after
+ * printing a message that names the option and the path. */
+bool cli_output_dir(const char *cmd, const char *flag, const char *path);
 
 /* Refuses an output path that names one of the files of case c (its
  * manifest or a tensor file, as golden_case_read() or
@@ -47,6 +52,18 @@ struct backend_options;
 const struct backend_ops *cli_backend(const char *cmd, const char *backend_name,
                                       const char *device_flag,
                                       struct backend_options *options);
+
+/* The operator a user names: the vendor's name ("MoeTokenPermute") or the
+ * short one ("permute", "permute-grad", "unpermute", "unpermute-grad");
+ * 0 when it is neither. */
+moeperm_op cli_op(const char *name);
+
+/* printf into a malloc'd string; NULL when memory runs out. */
+char *cli_format(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* The directory part of path ("." when there is none), malloc'd; NULL
+ * when memory runs out. */
+char *cli_dir_of(const char *path);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);

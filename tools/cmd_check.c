@@ -11,12 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "golden/case.h"
-#include "golden/compare.h"
-#include "golden/fileio.h"
+#include "judge.h"
 
 static void usage(FILE *to)
 {
@@ -54,7 +52,7 @@ static int tally(summary *s, const char *case_dir, enum outcome o)
         }
         suite_row *row = &s->rows[s->count];
         memset(row, 0, sizeof *row);
-        row->suite = golden_strdup_printf("%.*s", len, suite);
+        row->suite = strndup(suite, (size_t)len);
         if (!row->suite)
             return -1;
         s->count++;
@@ -87,46 +85,44 @@ static void print_summary(const summary *s)
 /* Runs one case; err receives the reason for anything but PASS, report
  * (malloc'd) the full mismatch report. */
 static enum outcome check_one(const backend_ops *ops, backend *b, const char *dir,
-                              bool strict_nan, char *err, size_t err_len, char **report)
+                              const judge_options *options, char *err, size_t err_len,
+                              char **report)
 {
     golden_case c;
     *report = NULL;
-    if (golden_case_read(dir, true, &c, err, err_len) != 0)
+    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, err_len) != 0)
         return BAD_INPUT;
-    size_t bytes = golden_output_bytes(&c);
-    void *out = malloc(bytes ? bytes : 1);
-    if (!out) {
-        snprintf(err, err_len, "out of memory for %zu bytes of input_grad", bytes);
+    case_outputs outputs;
+    if (case_outputs_alloc(&c, &outputs, err, err_len) != 0) {
         golden_case_free(&c);
         return BACKEND_FAILED;
     }
+    backend_problem problem;
+    case_problem(&c, &outputs, &problem);
     enum outcome o;
-    int rc = ops->run_case(b, &c, out, err, err_len);
+    int rc = ops->run(b, &problem, err, err_len);
+    verdict v;
     if (rc != BACKEND_OK) {
         o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
+    } else if (judge(&c, &outputs, options, &v) != 0) {
+        snprintf(err, err_len, "out of memory comparing");
+        o = BACKEND_FAILED;
     } else {
-        golden_compare_result r;
-        if (golden_compare(c.dtype, c.tokens_num, c.hidden_size, c.input_grad, out, strict_nan,
-                           &r) != 0) {
-            snprintf(err, err_len, "out of memory comparing");
-            o = BACKEND_FAILED;
-        } else if (r.differing == 0) {
-            o = PASS;
-        } else {
-            o = MISMATCH;
-            char *line = golden_compare_summary(c.dtype, &r);
+        o = v.differing == 0 ? PASS : MISMATCH;
+        if (o == MISMATCH) {
+            char *line = verdict_summary(&v);
             snprintf(err, err_len, "%s", line ? line : "elements differ");
             free(line);
             size_t size = 0;
             FILE *f = open_memstream(report, &size);
             if (f) {
-                golden_compare_report(f, c.dtype, &r, "    ");
+                verdict_report(f, &v, "    ");
                 fclose(f);
             }
         }
-        golden_compare_free(&r);
+        verdict_free(&v);
     }
-    free(out);
+    case_outputs_free(&outputs);
     golden_case_free(&c);
     return o;
 }
@@ -217,7 +213,7 @@ int cmd_check(int argc, char **argv)
     for (size_t i = 0; junit_path && i < total; i++) {
         golden_case c;
         bool ok;
-        if (golden_case_read_manifest(all[i], &c, err, sizeof err) == 0) {
+        if (golden_case_read(all[i], GOLDEN_LOAD_NONE, &c, err, sizeof err) == 0) {
             ok = cli_not_case_file("check", "--junit", junit_path, &c);
             golden_case_free(&c);
         } else {
@@ -240,6 +236,7 @@ int cmd_check(int argc, char **argv)
         return EXIT_BACKEND;
     }
     golden_junit *junit = junit_path ? golden_junit_new("moeperm check") : NULL;
+    judge_options judge_opts = {strict_nan};
     summary sum = {0};
     unsigned seen[OUTCOMES] = {0};
     int rc = EXIT_OK;
@@ -247,7 +244,7 @@ int cmd_check(int argc, char **argv)
         char *report = NULL;
         err[0] = '\0';
         double start = cli_now();
-        enum outcome o = check_one(ops, b, all[i], strict_nan, err, sizeof err, &report);
+        enum outcome o = check_one(ops, b, all[i], &judge_opts, err, sizeof err, &report);
         double seconds = cli_now() - start;
         seen[o]++;
         if (o == PASS)

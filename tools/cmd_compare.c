@@ -1,22 +1,26 @@
 /*
- * cmd_compare.c - `moeperm compare CASE_DIR FILE`: judges an input_grad
- * produced anywhere (a device run, another framework) against the case's
- * golden one, bit for bit, and prints where the differences lie.
+ * cmd_compare.c - `moeperm compare CASE_DIR PATH`: judges outputs produced
+ * anywhere (a device run, another framework, a harness) against the case's
+ * golden ones, bit for bit, and prints where the differences lie.  PATH is
+ * the output file when the case has one output, else a directory holding
+ * <output>.bin or <output>.npy for each.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "commands.h"
-#include "golden/case.h"
-#include "golden/compare.h"
-#include "golden/fileio.h"
+#include "judge.h"
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: moeperm compare CASE_DIR FILE [--strict-nan]\n");
+    fprintf(to, "usage: moeperm compare CASE_DIR PATH [--strict-nan]\n"
+                "  compare outputs with the case's golden ones, bit for bit: PATH is the\n"
+                "  output file (raw or .npy) when the case has one output, else a\n"
+                "  directory holding <output>.bin or <output>.npy for each\n"
+                "  --strict-nan  NaNs must match bit for bit too (default: any NaN\n"
+                "                equals any NaN)\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -47,50 +51,53 @@ int cmd_compare(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    const char *case_dir = argv[optind], *file = argv[optind + 1];
+    const char *case_dir = argv[optind], *path = argv[optind + 1];
     char err[1024] = "";
     golden_case c;
-    if (golden_case_read(case_dir, true, &c, err, sizeof err) != 0) {
+    if (golden_case_read(case_dir, GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm compare: %s\n", err);
         return EXIT_BAD_INPUT;
     }
-    size_t bytes = golden_output_bytes(&c);
-    struct stat st;
-    if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != bytes) {
-        fprintf(stderr,
-                "moeperm compare: %s is %llu bytes, expected %zu (tokens_num %lld * "
-                "hidden_size %lld * %zu-byte %s)\n",
-                file, (unsigned long long)st.st_size, bytes, (long long)c.tokens_num,
-                (long long)c.hidden_size, golden_dtype_size(c.dtype),
-                golden_dtype_name(c.dtype));
-        golden_case_free(&c);
-        return EXIT_BAD_INPUT;
-    }
-    void *actual = NULL;
-    char hex[GOLDEN_SHA256_HEX];
-    if (golden_read_file(file, "the output", bytes, &actual, hex, err, sizeof err) != 0) {
-        fprintf(stderr, "moeperm compare: %s\n", err);
-        golden_case_free(&c);
-        return EXIT_BAD_INPUT;
-    }
-    golden_compare_result r;
-    if (golden_compare(c.dtype, c.tokens_num, c.hidden_size, c.input_grad, actual, strict_nan,
-                       &r) != 0) {
-        fprintf(stderr, "moeperm compare: out of memory\n");
-        free(actual);
-        golden_case_free(&c);
-        return EXIT_BACKEND;
-    }
+    case_outputs actual;
+    memset(&actual, 0, sizeof actual);
     int rc = EXIT_OK;
-    if (r.differing == 0) {
-        printf("%s: ok, all %llu elements equal\n", case_dir, (unsigned long long)r.elements);
-    } else {
-        printf("%s: MISMATCH\n", case_dir);
-        golden_compare_report(stdout, c.dtype, &r, "  ");
-        rc = EXIT_MISMATCH;
+    bool dir = case_output_count(&c) > 1;
+    for (size_t i = 0; i < c.tensor_count && rc == EXIT_OK; i++) {
+        const golden_tensor *t = &c.tensors[i];
+        if (t->role != GOLDEN_ROLE_OUTPUT)
+            continue;
+        actual.like[actual.count] = t;
+        char *file = case_output_path(&c, &actual, actual.count, path, dir);
+        if (!file) {
+            fprintf(stderr, "moeperm compare: out of memory\n");
+            rc = EXIT_BACKEND;
+        } else if (golden_tensor_read_file(file, t, &actual.data[actual.count], err,
+                                           sizeof err) != 0) {
+            fprintf(stderr, "moeperm compare: %s\n", err);
+            rc = EXIT_BAD_INPUT;
+        }
+        actual.count++;
+        free(file);
     }
-    golden_compare_free(&r);
-    free(actual);
+    verdict v;
+    judge_options judging = {strict_nan};
+    if (rc == EXIT_OK && judge(&c, &actual, &judging, &v) != 0) {
+        fprintf(stderr, "moeperm compare: out of memory\n");
+        rc = EXIT_BACKEND;
+    } else if (rc == EXIT_OK) {
+        uint64_t elements = 0;
+        for (size_t i = 0; i < v.count; i++)
+            elements += v.result[i].elements;
+        if (v.differing == 0) {
+            printf("%s: ok, all %llu elements equal\n", case_dir, (unsigned long long)elements);
+        } else {
+            printf("%s: MISMATCH\n", case_dir);
+            verdict_report(stdout, &v, "  ");
+            rc = EXIT_MISMATCH;
+        }
+        verdict_free(&v);
+    }
+    case_outputs_free(&actual);
     golden_case_free(&c);
     return rc;
 }

@@ -15,23 +15,45 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "golden/case.h"
-#include "golden/fileio.h"
-#include "golden/generate.h"
 
 static void usage(FILE *to)
 {
     fprintf(to,
             "usage: moeperm golden --out DIR [--suite NAME ...] [--seed N] [--force] [--list]\n"
-            "       moeperm golden --out DIR --tokens T --topk K --hidden H --dtype D\n"
-            "              [--rows R] [--experts E] [--hot P] [--values KIND]\n"
-            "              [--routing ROUTING] [--seed N] [--name NAME] [--force]\n"
-            "  --suite takes one or more names (--suite a b) and may be repeated\n"
-            "  (--suite a --suite b)\n"
-            "  dtypes: float32, float16, bf16\n"
-            "  values: %s\n"
-            "  routing: %s\n",
-            golden_values_names(), golden_routing_names());
+            "       moeperm golden --out DIR [--op OP] --tokens T --top-k K --hidden H\n"
+            "              --dtype D [options of a custom case]\n"
+            "\n"
+            "Writes the built-in suites (default: every default suite, see --list), or one\n"
+            "custom case, each as a case directory below DIR.\n"
+            "  --suite NAME ...   suites to write; takes one or more names (--suite a b)\n"
+            "                     and may be repeated (--suite a --suite b)\n"
+            "  --seed N           base seed (default %d)\n"
+            "  --force            replace existing cases (only cases)\n"
+            "  --list             list the built-in suites and exit\n"
+            "A custom case:\n"
+            "  --op OP            MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
+            "                     MoeTokenUnpermute, MoeTokenUnpermuteGrad (or permute-grad,\n"
+            "                     permute, unpermute, unpermute-grad)\n"
+            "  --tokens T --top-k K --hidden H   sizes (--topk is accepted too)\n"
+            "  --dtype D          float32|fp32, float16|fp16, bf16|bfloat16 (and int8 for\n"
+            "                     MoeTokenPermute's tokens)\n"
+            "  --rows R           rows of the permuted tensor (default T*K: none dropped)\n"
+            "  --num-out-tokens N MoeTokenPermute's num_out_tokens (default 0: all)\n"
+            "  --index-dtype D    MoeTokenPermute's expert ids: int32 (default) or int64\n"
+            "  --sentinels        MoeTokenPermute: every 7th id the index dtype's min/max\n"
+            "  --probs-dtype D    probs of MoeTokenUnpermute(Grad) (default: --dtype)\n"
+            "  --no-probs         MoeTokenUnpermute(Grad) without probs (then top_k is 1)\n"
+            "  --probs-values KIND  value kind of probs (default normal)\n"
+            "  --ub-bytes N --vector-cores N   MoeTokenUnpermuteGrad's chip (default\n"
+            "                     the Atlas A2: %lld bytes, %lld cores)\n"
+            "  --experts E        routed: experts to choose from (default max(64, 2K))\n"
+            "  --hot P            routed: percent of picks among the hot eighth (default 50)\n"
+            "  --values KIND      value kind (default normal): %s\n"
+            "  --routing ROUTING  (default routed): %s\n"
+            "  --name NAME        the case directory's name (default from the options)\n",
+            GOLDEN_DEFAULT_SEED, (long long)MOEPERM_CHIP_A2_UB_BYTES,
+            (long long)MOEPERM_CHIP_A2_VECTOR_CORES, golden_values_names(),
+            golden_routing_names());
 }
 
 static void list_suites(void)
@@ -53,7 +75,7 @@ static char *shell_quote(const char *text)
     static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                "0123456789_-+.,:=@%/";
     if (text[0] && strspn(text, safe) == strlen(text))
-        return golden_strdup_printf("%s", text);
+        return cli_format("%s", text);
     size_t quotes = 0;
     for (const char *p = text; *p; p++)
         quotes += *p == '\'';
@@ -73,6 +95,45 @@ static char *shell_quote(const char *text)
     *o++ = '\'';
     *o = '\0';
     return out;
+}
+
+/* The command that regenerates a custom case, every option spelled out so
+ * that it stays true when the defaults change.  The name is quoted by the
+ * caller (the one word that comes from the user). */
+static char *custom_command(const golden_spec *s, int64_t rows, int64_t experts,
+                            const char *quoted_name)
+{
+    char op[160] = "";
+    switch (s->op) {
+    case MOEPERM_OP_PERMUTE:
+        snprintf(op, sizeof op, " --op %s --num-out-tokens %" PRId64 " --index-dtype %s%s",
+                 moeperm_op_name(s->op), s->num_out_tokens, golden_dtype_name(s->index_dtype),
+                 s->sentinels ? " --sentinels" : "");
+        break;
+    case MOEPERM_OP_UNPERMUTE:
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        if (s->has_probs)
+            snprintf(op, sizeof op, " --op %s --probs-dtype %s --probs-values %s",
+                     moeperm_op_name(s->op), golden_dtype_name(s->probs_dtype),
+                     golden_values_name(s->probs_values));
+        else
+            snprintf(op, sizeof op, " --op %s --no-probs", moeperm_op_name(s->op));
+        if (s->op == MOEPERM_OP_UNPERMUTE_GRAD && (s->ub_bytes || s->vector_cores)) {
+            size_t used = strlen(op);
+            snprintf(op + used, sizeof op - used, " --ub-bytes %" PRId64 " --vector-cores %" PRId64,
+                     s->ub_bytes ? s->ub_bytes : (int64_t)MOEPERM_CHIP_A2_UB_BYTES,
+                     s->vector_cores ? s->vector_cores : (int64_t)MOEPERM_CHIP_A2_VECTOR_CORES);
+        }
+        break;
+    default:
+        break;
+    }
+    return cli_format("moeperm golden --out ..%s --tokens %" PRId64 " --topk %" PRId64
+                      " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
+                      " --hot %d --values %s --routing %s --seed %" PRIu64 " --name %s --force",
+                      op, s->tokens_num, s->top_k, s->hidden_size, golden_dtype_name(s->dtype),
+                      rows, experts, s->hot_percent, golden_values_name(s->values),
+                      golden_routing_name(s->routing), s->seed, quoted_name);
 }
 
 /* Adds a --suite name; false after a message when it is not a built-in
@@ -168,7 +229,9 @@ static int write_jobs(job *jobs, size_t n, bool force)
 int cmd_golden(int argc, char **argv)
 {
     enum { O_OUT = 256, O_SUITE, O_SEED, O_FORCE, O_LIST, O_TOKENS, O_TOPK, O_HIDDEN, O_DTYPE,
-           O_ROWS, O_EXPERTS, O_HOT, O_VALUES, O_ROUTING, O_NAME, O_HELP };
+           O_ROWS, O_EXPERTS, O_HOT, O_VALUES, O_ROUTING, O_NAME, O_HELP, O_OP, O_NUM_OUT,
+           O_INDEX_DTYPE, O_SENTINELS, O_PROBS_DTYPE, O_NO_PROBS, O_PROBS_VALUES, O_UB_BYTES,
+           O_VECTOR_CORES };
     static const struct option options[] = {
         {"out", required_argument, NULL, O_OUT},
         {"suite", required_argument, NULL, O_SUITE},
@@ -177,6 +240,16 @@ int cmd_golden(int argc, char **argv)
         {"list", no_argument, NULL, O_LIST},
         {"tokens", required_argument, NULL, O_TOKENS},
         {"topk", required_argument, NULL, O_TOPK},
+        {"top-k", required_argument, NULL, O_TOPK},
+        {"op", required_argument, NULL, O_OP},
+        {"num-out-tokens", required_argument, NULL, O_NUM_OUT},
+        {"index-dtype", required_argument, NULL, O_INDEX_DTYPE},
+        {"sentinels", no_argument, NULL, O_SENTINELS},
+        {"probs-dtype", required_argument, NULL, O_PROBS_DTYPE},
+        {"no-probs", no_argument, NULL, O_NO_PROBS},
+        {"probs-values", required_argument, NULL, O_PROBS_VALUES},
+        {"ub-bytes", required_argument, NULL, O_UB_BYTES},
+        {"vector-cores", required_argument, NULL, O_VECTOR_CORES},
         {"hidden", required_argument, NULL, O_HIDDEN},
         {"dtype", required_argument, NULL, O_DTYPE},
         {"rows", required_argument, NULL, O_ROWS},
@@ -193,12 +266,11 @@ int cmd_golden(int argc, char **argv)
     const size_t max_suites = sizeof suite_names / sizeof suite_names[0];
     size_t suite_count = 0;
     uint64_t seed = GOLDEN_DEFAULT_SEED;
-    bool force = false, one_off = false, have_dtype = false;
+    bool force = false, one_off = false, have_dtype = false, have_probs_dtype = false;
     int64_t tokens = -1, top_k = -1, hidden = -1, rows = -1, experts = 0, hot = 50;
-    golden_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.values = GOLDEN_VALUES_NORMAL;
-    spec.routing = GOLDEN_ROUTING_ROUTED;
+    int64_t num_out = 0, ub_bytes = 0, vector_cores = 0;
+    golden_spec spec = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
+    bool no_probs = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
@@ -238,11 +310,67 @@ int cmd_golden(int argc, char **argv)
             break;
         case O_DTYPE:
             if (!golden_dtype_parse(optarg, &spec.dtype)) {
-                fprintf(stderr, "moeperm golden: --dtype is \"%s\", expected float32, float16 "
-                                "or bf16\n", optarg);
+                fprintf(stderr, "moeperm golden: --dtype is \"%s\", expected float32 (fp32), "
+                                "float16 (fp16), bf16 (bfloat16) or int8\n", optarg);
                 return EXIT_BAD_INPUT;
             }
             have_dtype = true;
+            one_off = true;
+            break;
+        case O_OP:
+            spec.op = cli_op(optarg);
+            if (!spec.op) {
+                fprintf(stderr, "moeperm golden: --op is \"%s\", expected MoeTokenPermuteGrad, "
+                                "MoeTokenPermute, MoeTokenUnpermute or MoeTokenUnpermuteGrad\n",
+                        optarg);
+                return EXIT_BAD_INPUT;
+            }
+            one_off = true;
+            break;
+        case O_NUM_OUT:
+            ok = cli_int64("golden", "--num-out-tokens", optarg, -INT32_MAX, INT32_MAX, &num_out);
+            one_off = true;
+            break;
+        case O_INDEX_DTYPE:
+            if (!golden_dtype_parse(optarg, &spec.index_dtype) ||
+                (spec.index_dtype != MOEPERM_INT32 && spec.index_dtype != MOEPERM_INT64)) {
+                fprintf(stderr, "moeperm golden: --index-dtype is \"%s\", expected int32 or "
+                                "int64\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
+            one_off = true;
+            break;
+        case O_SENTINELS:
+            spec.sentinels = true;
+            one_off = true;
+            break;
+        case O_PROBS_DTYPE:
+            if (!golden_dtype_parse(optarg, &spec.probs_dtype)) {
+                fprintf(stderr, "moeperm golden: --probs-dtype is \"%s\", expected float32 "
+                                "(fp32), float16 (fp16) or bf16 (bfloat16)\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
+            have_probs_dtype = true;
+            one_off = true;
+            break;
+        case O_NO_PROBS:
+            no_probs = true;
+            one_off = true;
+            break;
+        case O_PROBS_VALUES:
+            if (!golden_values_parse(optarg, &spec.probs_values)) {
+                fprintf(stderr, "moeperm golden: --probs-values is \"%s\", expected one of "
+                                "%s\n", optarg, golden_values_names());
+                return EXIT_BAD_INPUT;
+            }
+            one_off = true;
+            break;
+        case O_UB_BYTES:
+            ok = cli_int64("golden", "--ub-bytes", optarg, 1, INT32_MAX, &ub_bytes);
+            one_off = true;
+            break;
+        case O_VECTOR_CORES:
+            ok = cli_int64("golden", "--vector-cores", optarg, 1, 65536, &vector_cores);
             one_off = true;
             break;
         case O_ROWS:
@@ -312,13 +440,22 @@ int cmd_golden(int argc, char **argv)
     size_t n = 0;
     char err[1024];
     if (one_off) {
-        const char *missing = tokens < 0 ? "--tokens" : top_k < 0 ? "--topk"
+        const char *missing = tokens < 0 ? "--tokens" : top_k < 0 ? "--top-k"
                               : hidden < 0 ? "--hidden" : !have_dtype ? "--dtype" : NULL;
         if (missing) {
-            fprintf(stderr, "moeperm golden: a custom case needs %s (and --tokens, --topk, "
+            fprintf(stderr, "moeperm golden: a custom case needs %s (and --tokens, --top-k, "
                             "--hidden, --dtype)\n", missing);
             return EXIT_BAD_INPUT;
         }
+        if (!spec.op)
+            spec.op = MOEPERM_OP_PERMUTE_GRAD;
+        spec.has_probs = !no_probs && (spec.op == MOEPERM_OP_UNPERMUTE ||
+                                       spec.op == MOEPERM_OP_UNPERMUTE_GRAD);
+        if (!have_probs_dtype)
+            spec.probs_dtype = spec.dtype;
+        spec.num_out_tokens = num_out;
+        spec.ub_bytes = ub_bytes;
+        spec.vector_cores = vector_cores;
         spec.tokens_num = tokens;
         spec.top_k = top_k;
         spec.hidden_size = hidden;
@@ -350,19 +487,12 @@ int cmd_golden(int argc, char **argv)
             goto oom;
         n = 1;
         jobs[0].spec = spec;
-        jobs[0].path = golden_strdup_printf("%s/%s", out, spec.name);
+        jobs[0].path = cli_format("%s/%s", out, spec.name);
         /* The name is the one word here that comes from the user; the
          * others are numbers and built-in names, safe as they are. */
         char *quoted_name = shell_quote(spec.name);
         if (quoted_name)
-            jobs[0].command = golden_strdup_printf(
-                "moeperm golden --out .. --tokens %" PRId64 " --topk %" PRId64
-                " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
-                " --hot %" PRId64 " --values %s --routing %s --seed %" PRIu64
-                " --name %s --force",
-                tokens, top_k, hidden, golden_dtype_name(spec.dtype), resolved_rows,
-                resolved_experts, hot, golden_values_name(spec.values),
-                golden_routing_name(spec.routing), seed, quoted_name);
+            jobs[0].command = custom_command(&spec, resolved_rows, resolved_experts, quoted_name);
         free(quoted_name);
         if (!jobs[0].path || !jobs[0].command)
             goto oom;
@@ -388,8 +518,8 @@ int cmd_golden(int argc, char **argv)
             for (size_t i = 0; i < count; i++) {
                 job *j = &jobs[n++];
                 j->spec = specs[i];
-                j->path = golden_strdup_printf("%s/%s/%s", out, all[s].name, specs[i].name);
-                j->command = golden_strdup_printf(
+                j->path = cli_format("%s/%s/%s", out, all[s].name, specs[i].name);
+                j->command = cli_format(
                     "moeperm golden --out ../.. --suite %s --seed %" PRIu64 " --force",
                     all[s].name, seed);
                 if (!j->path || !j->command) {

@@ -1,23 +1,29 @@
 /*
- * cmd_run.c - `moeperm run CASE_DIR --out FILE`: computes a case's
- * input_grad on a backend and writes it as a raw .bin.  The file appears
- * only complete (temporary name + rename) and only on success, so a
- * failed run never leaves something that `compare` could mistake for an
- * output.
+ * cmd_run.c - `moeperm run CASE_DIR --out PATH`: computes a case's outputs
+ * on a backend and writes them: to the file PATH when the case has one
+ * output, else as PATH/<output>.bin.  Files appear only complete
+ * (temporary name + rename) and only on success, so a failed run never
+ * leaves something that `compare` could mistake for an output.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backend/backend.h"
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "golden/case.h"
-#include "golden/fileio.h"
+#include "judge.h"
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: moeperm run CASE_DIR --out FILE [--backend cpu|npu] [--device N]\n");
+    fprintf(to, "usage: moeperm run CASE_DIR --out PATH [--backend cpu|npu] [--device N]\n"
+                "  compute the case's outputs on a backend (default cpu) and write them:\n"
+                "  to the file PATH when the case has one output (PATH ending in .npy\n"
+                "  writes numpy's format), else as PATH/<output>.bin, PATH a directory\n"
+                "  --device N  the npu device (default: MOEPERM_NPU_DEVICE, else 0)\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -58,11 +64,6 @@ int cmd_run(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    /* Everything that can be refused is refused before the case is
-     * computed: a bad --out found after minutes of work wastes them, and an
-     * --out naming the case's own files would destroy it. */
-    if (!cli_output_path("run", "--out", out_path))
-        return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("run", backend_name, device_flag, &bopts);
     if (!ops)
@@ -70,32 +71,58 @@ int cmd_run(int argc, char **argv)
 
     char err[1024] = "";
     golden_case c;
-    if (golden_case_read(argv[optind], false, &c, err, sizeof err) != 0) {
+    if (golden_case_read(argv[optind], GOLDEN_LOAD_INPUTS, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm run: %s\n", err);
         return EXIT_BAD_INPUT;
     }
-    if (!cli_not_case_file("run", "--out", out_path, &c)) {
-        golden_case_free(&c);
-        return EXIT_BAD_INPUT;
-    }
-    size_t bytes = golden_output_bytes(&c);
-    void *out = malloc(bytes ? bytes : 1);
-    if (!out) {
-        fprintf(stderr, "moeperm run: out of memory for %zu bytes of input_grad\n", bytes);
+    case_outputs outputs;
+    if (case_outputs_alloc(&c, &outputs, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm run: %s\n", err);
         golden_case_free(&c);
         return EXIT_BACKEND;
     }
+    /* Several outputs go into a directory; one output to the file named.
+     * Every path is refused now if it can be, before the case is computed:
+     * a bad --out found after minutes of work wastes them, and one naming
+     * the case's own files would destroy it. */
+    bool dir = outputs.count > 1;
+    char *paths[GOLDEN_MAX_TENSORS] = {0};
+    int rc = BACKEND_OK;
+    for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++) {
+        paths[i] = case_output_path(&c, &outputs, i, out_path, dir);
+        if (!paths[i]) {
+            snprintf(err, sizeof err, "out of memory");
+            rc = BACKEND_FAILURE;
+        } else if ((dir && i == 0 && !cli_output_dir("run", "--out", out_path)) ||
+                   !cli_output_path("run", "--out", paths[i]) ||
+                   !cli_not_case_file("run", "--out", paths[i], &c)) {
+            free(paths[i]);
+            paths[i] = NULL;
+            for (size_t j = 0; j < i; j++)
+                free(paths[j]);
+            case_outputs_free(&outputs);
+            golden_case_free(&c);
+            return EXIT_BAD_INPUT;
+        }
+    }
     backend *b = NULL;
-    int rc = ops->open(&bopts, &b, err, sizeof err);
+    backend_problem problem;
+    case_problem(&c, &outputs, &problem);
     if (rc == BACKEND_OK)
-        rc = ops->run_case(b, &c, out, err, sizeof err);
+        rc = ops->open(&bopts, &b, err, sizeof err);
+    if (rc == BACKEND_OK)
+        rc = ops->run(b, &problem, err, sizeof err);
     if (b)
         ops->close(b);
-    if (rc == BACKEND_OK && golden_write_file_atomic(out_path, out, bytes, err, sizeof err) != 0)
-        rc = BACKEND_BAD_INPUT;
+    for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++)
+        if (golden_tensor_write_file(paths[i], outputs.like[i], outputs.data[i], err,
+                                     sizeof err) != 0)
+            rc = BACKEND_BAD_INPUT;
     if (rc != BACKEND_OK)
         fprintf(stderr, "moeperm run: %s: %s\n", argv[optind], err);
-    free(out);
+    for (size_t i = 0; i < outputs.count; i++)
+        free(paths[i]);
+    case_outputs_free(&outputs);
     golden_case_free(&c);
     return rc == BACKEND_OK ? EXIT_OK : rc == BACKEND_BAD_INPUT ? EXIT_BAD_INPUT : EXIT_BACKEND;
 }

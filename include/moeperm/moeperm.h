@@ -34,10 +34,9 @@ extern "C" {
 /* Version                                                                */
 /* ---------------------------------------------------------------------- */
 
-#define MOEPERM_VERSION_MAJOR 0
-#define MOEPERM_VERSION_MINOR 1
-#define MOEPERM_VERSION_PATCH 0
-#define MOEPERM_VERSION_STRING "0.1.0"
+/* MOEPERM_VERSION_MAJOR, _MINOR, _PATCH and MOEPERM_VERSION_STRING, made
+ * by the build from the project's version. */
+#include <moeperm/version.h>
 
 /*
  * moeperm_version() returns the version of the library that is linked, as
@@ -61,6 +60,16 @@ typedef enum moeperm_dtype {
     MOEPERM_FLOAT64 = 11, /* IEEE binary64: exact reference values; no operator takes it */
     MOEPERM_BF16 = 27    /* bfloat16: the upper half of a binary32 */
 } moeperm_dtype;
+
+/*
+ * moeperm_dtype_size() returns the bytes of one element of dtype (1, 2, 4
+ * or 8), or 0 for a value that is not one of the dtypes above.
+ * moeperm_dtype_name() returns its name as golden data spells it
+ * ("float32", "float16", "bf16", "int8", "int32", "int64", "float64"), or
+ * "unknown".  Static strings; thread safe.
+ */
+MOEPERM_API size_t moeperm_dtype_size(moeperm_dtype dtype);
+MOEPERM_API const char *moeperm_dtype_name(moeperm_dtype dtype);
 
 /* The operators of the family.  The values are the project's own. */
 typedef enum moeperm_op {

@@ -18,3 +18,8 @@ const backend_ops *backend_find(const char *name)
             return backends[i];
     return NULL;
 }
+
+const char *backend_names(void)
+{
+    return "cpu, npu";
+}

@@ -4,24 +4,30 @@
  * and the JUnit XML that CI systems read.  Kept apart from the backends so
  * the judge never knows who produced the bits.
  */
-#include "golden/compare.h"
+#include "golden/internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "golden/fileio.h"
 
+/* Outputs are floats of 2 or 4 bytes, int32 indices or int8 tokens. */
 static uint32_t load_bits(moeperm_dtype dtype, const void *data, uint64_t i)
 {
-    if (dtype == MOEPERM_FLOAT) {
+    switch (moeperm_dtype_size(dtype)) {
+    case 4: {
         uint32_t v;
         memcpy(&v, (const uint8_t *)data + 4 * i, 4);
         return v;
     }
-    uint16_t v;
-    memcpy(&v, (const uint8_t *)data + 2 * i, 2);
-    return v;
+    case 2: {
+        uint16_t v;
+        memcpy(&v, (const uint8_t *)data + 2 * i, 2);
+        return v;
+    }
+    default:
+        return ((const uint8_t *)data)[i];
+    }
 }
 
 static bool is_nan(moeperm_dtype dtype, uint32_t bits)
@@ -31,13 +37,22 @@ static bool is_nan(moeperm_dtype dtype, uint32_t bits)
         return (bits & 0x7fffffffu) > 0x7f800000u;
     case MOEPERM_FLOAT16:
         return (bits & 0x7fffu) > 0x7c00u;
-    default:
+    case MOEPERM_BF16:
         return (bits & 0x7fffu) > 0x7f80u;
+    default:
+        return false;
     }
 }
 
+/* The bits' place on the format's ordered line: sign-magnitude for
+ * floats, two's complement for integers (their distance is their
+ * difference). */
 static int64_t ordered(moeperm_dtype dtype, uint32_t bits)
 {
+    if (dtype == MOEPERM_INT32)
+        return (int64_t)(int32_t)bits;
+    if (dtype == MOEPERM_INT8)
+        return (int64_t)(int8_t)(uint8_t)bits;
     uint32_t sign = dtype == MOEPERM_FLOAT ? 0x80000000u : 0x8000u;
     int64_t magnitude = (int64_t)(bits & (sign - 1));
     return (bits & sign) ? -magnitude - 1 : magnitude;
@@ -59,8 +74,10 @@ float golden_bits_value(moeperm_dtype dtype, uint32_t bits)
     }
     case MOEPERM_FLOAT16:
         return moeperm_fp16_to_float((uint16_t)bits);
-    default:
+    case MOEPERM_BF16:
         return moeperm_bf16_to_float((uint16_t)bits);
+    default:
+        return (float)ordered(dtype, bits);
     }
 }
 
@@ -264,7 +281,7 @@ void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_re
 {
     if (r->differing == 0)
         return;
-    int width = dtype == MOEPERM_FLOAT ? 8 : 4;
+    int width = 2 * (int)moeperm_dtype_size(dtype);
     fprintf(f, "%s%" PRIu64 " of %" PRIu64 " elements differ", indent, r->differing,
             r->elements);
     if (r->nan_mismatch)

@@ -3,7 +3,7 @@
  * short reads and writes, SHA-256 while reading, and outputs that appear
  * atomically (temporary name + rename) so no failure leaves a torn file.
  */
-#include "golden/fileio.h"
+#include "golden/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -211,12 +211,6 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* The tensors first and the manifest last, the order the writer creates
- * them in, so a removal cut short never leaves a case.json whose files are
- * gone. */
-const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT] = {
-    "permuted_output_grad.bin", "sorted_indices.bin", "input_grad.bin", "case.json"};
-
 /* ---------------------------------------------------------------------- */
 /* Temporaries removed on SIGINT, SIGTERM, SIGHUP (see fileio.h)          */
 /* ---------------------------------------------------------------------- */
@@ -248,11 +242,17 @@ static void join_path(char *out, const char *dir, const char *file)
     out[n] = '\0';
 }
 
+/* Every file a case may hold, from the list made before any handler was
+ * installed (golden_case_file_list()): the handler may not allocate or
+ * read directories. */
+static const char *const *case_files;
+static size_t case_file_count;
+
 static void remove_case_dir(const char *dir)
 {
     char path[TEMP_PATH_MAX];
-    for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++) {
-        join_path(path, dir, golden_case_files[i]);
+    for (size_t i = 0; i < case_file_count; i++) {
+        join_path(path, dir, case_files[i]);
         unlink(path);
     }
     rmdir(dir);
@@ -295,6 +295,7 @@ static void install_cleanup(void)
     if (installed)
         return;
     installed = true;
+    case_file_count = golden_case_file_list(&case_files);
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
         struct sigaction old, sa;
         /* Leave alone a signal the caller handles or ignores (a background
@@ -424,17 +425,17 @@ int golden_remove_case_dir(const char *dir)
     while (!foreign && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        foreign = true;
-        for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++)
-            foreign = foreign && strcmp(e->d_name, golden_case_files[i]) != 0;
+        foreign = !golden_case_file_name(e->d_name);
     }
     closedir(d);
     if (foreign) {
         errno = ENOTEMPTY;
         return -1;
     }
-    for (size_t i = 0; i < GOLDEN_CASE_FILE_COUNT; i++) {
-        char *path = golden_strdup_printf("%s/%s", dir, golden_case_files[i]);
+    const char *const *files;
+    size_t count = golden_case_file_list(&files);
+    for (size_t i = 0; i < count; i++) {
+        char *path = golden_strdup_printf("%s/%s", dir, files[i]);
         if (!path) {
             errno = ENOMEM;
             return -1;

@@ -38,15 +38,6 @@ int golden_read_text(const char *path, size_t max_size, char **text, char *err, 
 int golden_write_all(int fd, const void *data, size_t size);
 
 /*
- * golden_write_file_atomic() writes size bytes to path through a temporary
- * file in the same directory and rename(): on failure the temporary is
- * removed and any earlier file at path is untouched.  Returns 0 or -1 with a
- * sentence in err.
- */
-int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
-                             size_t err_len);
-
-/*
  * Cleanup of temporaries when a signal ends the process (issue 6).
  *
  * An output appears only by rename(), so a process killed mid-write never
@@ -80,13 +71,14 @@ void golden_temp_untrack(int slot);
  * golden_remove_case_dir(). */
 int golden_remove_tree(const char *path);
 
-/* The files of a case directory as golden_case_write() makes it
- * (docs/golden-format.md, section 1): the three tensors, then case.json. */
-#define GOLDEN_CASE_FILE_COUNT 4
-extern const char *const golden_case_files[GOLDEN_CASE_FILE_COUNT];
+/* Every file name a case directory may hold (golden_case_file_name()):
+ * the tensor files of every operator, then case.json, so a removal cut
+ * short never leaves a manifest whose files are gone.  The list is static;
+ * the first call builds it (call it before any signal handler needs it). */
+size_t golden_case_file_list(const char *const **names);
 
 /* golden_remove_case_dir() removes a case directory without recursing: the
- * files of golden_case_files (missing ones are fine), then the directory.
+ * files of golden_case_file_list() (missing ones are fine), then the directory.
  * A directory holding anything else is left untouched, case files
  * included (ENOTEMPTY), so it never removes what is not part of a case and
  * never leaves half a case.  Returns 0 or -1 with errno set (an unlink

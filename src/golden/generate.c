@@ -6,7 +6,7 @@
  * two-phase API.  Every input bit is a pure function of (seed, position),
  * documented in docs/golden-format.md, so numpy can rebuild any case.
  */
-#include "golden/generate.h"
+#include "golden/internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -72,15 +72,18 @@ const char *golden_values_names(void)
     return "normal, nan-inf, subnormal, overflow, rounding, negzero, bits";
 }
 
-void golden_spec_default_name(golden_spec *spec)
+static const char *op_short_name(moeperm_op op)
 {
-    char rows[32] = "";
-    if (spec->num_rows >= 0 && spec->num_rows != spec->tokens_num * spec->top_k)
-        snprintf(rows, sizeof rows, "-r%" PRId64, spec->num_rows);
-    snprintf(spec->name, sizeof spec->name, "%s-t%" PRId64 "-k%" PRId64 "-h%" PRId64 "%s-%s-%s-s%" PRIu64,
-             golden_dtype_name(spec->dtype), spec->tokens_num, spec->top_k, spec->hidden_size,
-             rows, golden_routing_name(spec->routing), golden_values_name(spec->values),
-             spec->seed);
+    switch (op) {
+    case MOEPERM_OP_PERMUTE:
+        return "permute";
+    case MOEPERM_OP_UNPERMUTE:
+        return "unpermute";
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        return "unpermute-grad";
+    default:
+        return "";
+    }
 }
 
 static int64_t default_experts(int64_t top_k)
@@ -88,11 +91,79 @@ static int64_t default_experts(int64_t top_k)
     return top_k * 2 > 64 ? top_k * 2 : 64;
 }
 
+golden_spec golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
+                                int64_t top_k, int64_t hidden_size)
+{
+    golden_spec s;
+    memset(&s, 0, sizeof s);
+    s.op = op;
+    s.dtype = dtype;
+    s.probs_dtype = dtype;
+    s.has_probs = op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD;
+    s.index_dtype = MOEPERM_INT32;
+    s.tokens_num = tokens_num;
+    s.top_k = top_k;
+    s.hidden_size = hidden_size;
+    s.num_rows = -1;
+    s.hot_percent = 50;
+    s.values = GOLDEN_VALUES_NORMAL;
+    s.probs_values = GOLDEN_VALUES_NORMAL;
+    s.routing = GOLDEN_ROUTING_ROUTED;
+    s.seed = GOLDEN_DEFAULT_SEED;
+    return s;
+}
+
+void golden_spec_default_name(golden_spec *spec)
+{
+    char rows[32] = "", op[32] = "", probs[32] = "";
+    moeperm_op o = spec->op ? spec->op : MOEPERM_OP_PERMUTE_GRAD;
+    if (o == MOEPERM_OP_PERMUTE) {
+        if (spec->num_out_tokens != 0)
+            snprintf(rows, sizeof rows, "-n%" PRId64, spec->num_out_tokens);
+    } else if (spec->num_rows >= 0 && spec->num_rows != spec->tokens_num * spec->top_k) {
+        snprintf(rows, sizeof rows, "-r%" PRId64, spec->num_rows);
+    }
+    if (o != MOEPERM_OP_PERMUTE_GRAD)
+        snprintf(op, sizeof op, "%s-", op_short_name(o));
+    if ((o == MOEPERM_OP_UNPERMUTE || o == MOEPERM_OP_UNPERMUTE_GRAD) && !spec->has_probs)
+        snprintf(probs, sizeof probs, "-noprobs");
+    else if ((o == MOEPERM_OP_UNPERMUTE || o == MOEPERM_OP_UNPERMUTE_GRAD) &&
+             spec->probs_dtype != spec->dtype)
+        snprintf(probs, sizeof probs, "-p%s", golden_dtype_name(spec->probs_dtype));
+    snprintf(spec->name, sizeof spec->name,
+             "%s%s-t%" PRId64 "-k%" PRId64 "-h%" PRId64 "%s%s-%s-%s-s%" PRIu64, op,
+             golden_dtype_name(spec->dtype), spec->tokens_num, spec->top_k, spec->hidden_size,
+             rows, probs, golden_routing_name(spec->routing), golden_values_name(spec->values),
+             spec->seed);
+}
+
+static bool float_dtype(moeperm_dtype dtype)
+{
+    return dtype == MOEPERM_FLOAT || dtype == MOEPERM_FLOAT16 || dtype == MOEPERM_BF16;
+}
+
 int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
 {
-    size_t es = golden_dtype_size(s->dtype);
-    if (es == 0) {
-        snprintf(err, err_len, "dtype %d is not float32, float16 or bf16", (int)s->dtype);
+    moeperm_op op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
+    if (!moeperm_op_name(op)) {
+        snprintf(err, err_len, "op %d is not an operator of the family", (int)s->op);
+        return -1;
+    }
+    bool int8_ok = op == MOEPERM_OP_PERMUTE;
+    if (!float_dtype(s->dtype) && !(int8_ok && s->dtype == MOEPERM_INT8)) {
+        snprintf(err, err_len, "dtype %s is not one %s takes (float32, float16, bf16%s)",
+                 golden_dtype_name(s->dtype), moeperm_op_name(op), int8_ok ? ", int8" : "");
+        return -1;
+    }
+    if (s->has_probs && !float_dtype(s->probs_dtype)) {
+        snprintf(err, err_len, "probs dtype %s is not float32, float16 or bf16",
+                 golden_dtype_name(s->probs_dtype));
+        return -1;
+    }
+    if (op == MOEPERM_OP_PERMUTE && s->index_dtype != MOEPERM_INT32 &&
+        s->index_dtype != MOEPERM_INT64) {
+        snprintf(err, err_len, "index dtype %s is not int32 or int64",
+                 golden_dtype_name(s->index_dtype));
         return -1;
     }
     if (s->tokens_num < 1 || s->tokens_num > GOLDEN_MAX_DIM) {
@@ -103,6 +174,12 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
     if (s->top_k < 1 || s->top_k > MOEPERM_MAX_TOP_K) {
         snprintf(err, err_len, "top_k is %" PRId64 ", expected 1 to %d", s->top_k,
                  MOEPERM_MAX_TOP_K);
+        return -1;
+    }
+    if (!s->has_probs && (op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD) &&
+        s->top_k != 1) {
+        snprintf(err, err_len, "top_k is %" PRId64 ", but without probs %s takes top_k 1",
+                 s->top_k, moeperm_op_name(op));
         return -1;
     }
     if (s->hidden_size < 1 || s->hidden_size > GOLDEN_MAX_DIM) {
@@ -119,18 +196,29 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
     }
     int64_t slots = s->tokens_num * s->top_k;
     if (s->num_rows > slots || s->num_rows < -1) {
-        snprintf(err, err_len, "num_rows is %" PRId64 ", expected 0 to tokens_num*top_k = %" PRId64,
+        snprintf(err, err_len,
+                 "num_rows is %" PRId64 ", expected 0 to tokens_num*top_k = %" PRId64,
                  s->num_rows, slots);
+        return -1;
+    }
+    if (op == MOEPERM_OP_PERMUTE && (s->num_out_tokens < -slots || s->num_out_tokens > slots)) {
+        snprintf(err, err_len,
+                 "num_out_tokens is %" PRId64 ", expected -%" PRId64 " to %" PRId64
+                 " (tokens_num*top_k)",
+                 s->num_out_tokens, slots, slots);
         return -1;
     }
     uint64_t bytes;
     if (__builtin_mul_overflow((uint64_t)slots, (uint64_t)s->hidden_size, &bytes) ||
-        __builtin_mul_overflow(bytes, (uint64_t)es, &bytes) || bytes > SIZE_MAX / 2) {
-        snprintf(err, err_len, "a case of %" PRId64 " slots by hidden_size %" PRId64
-                 " is too large for this machine", slots, s->hidden_size);
+        __builtin_mul_overflow(bytes, (uint64_t)moeperm_dtype_size(s->dtype), &bytes) ||
+        bytes > SIZE_MAX / 2) {
+        snprintf(err, err_len,
+                 "a case of %" PRId64 " slots by hidden_size %" PRId64
+                 " is too large for this machine",
+                 slots, s->hidden_size);
         return -1;
     }
-    if (s->routing == GOLDEN_ROUTING_ROUTED) {
+    if (s->routing == GOLDEN_ROUTING_ROUTED || op == MOEPERM_OP_PERMUTE) {
         int64_t experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
         if (experts < s->top_k || experts > INT32_MAX) {
             snprintf(err, err_len,
@@ -143,6 +231,11 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
             snprintf(err, err_len, "hot_percent is %d, expected 0 to 99", s->hot_percent);
             return -1;
         }
+    }
+    if (s->ub_bytes < 0 || s->vector_cores < 0) {
+        snprintf(err, err_len, "ub_bytes %" PRId64 " and vector_cores %" PRId64
+                 " must be positive (0: the default chip)", s->ub_bytes, s->vector_cores);
+        return -1;
     }
     if (s->name[0] == '\0' || s->name[0] == '.' || strchr(s->name, '/')) {
         snprintf(err, err_len,
@@ -484,141 +577,257 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
 }
 
 /* ---------------------------------------------------------------------- */
-/* The reference run                                                      */
-/* ---------------------------------------------------------------------- */
-
-/* The public API's first phase on c with out as the output, then, when run
- * is true, its second phase. */
-static moeperm_status reference_call(const golden_case *c, void *out, bool run, char *err,
-                                     size_t err_len)
-{
-    int64_t grad_dims[2] = {c->num_rows, c->hidden_size};
-    int64_t index_dims[1] = {c->tokens_num * c->top_k};
-    int64_t out_dims[2] = {c->tokens_num, c->hidden_size};
-    moeperm_tensor *grad = moeperm_tensor_create(grad_dims, 2, c->dtype, NULL, 0,
-                                                 c->permuted_output_grad);
-    moeperm_tensor *indices = moeperm_tensor_create(index_dims, 1, MOEPERM_INT32, NULL, 0,
-                                                    c->sorted_indices);
-    moeperm_tensor *output = moeperm_tensor_create(out_dims, 2, c->dtype, NULL, 0, out);
-    moeperm_executor *executor = NULL;
-    uint64_t workspace_size = 0;
-    void *workspace = NULL;
-    moeperm_status st = MOEPERM_ERR_INNER;
-
-    if (!grad || !indices || !output) {
-        snprintf(err, err_len, "cannot describe the tensors: %s", moeperm_last_error());
-        goto done;
-    }
-    st = moeperm_token_permute_grad_get_workspace_size(grad, indices, c->top_k, c->padded_mode,
-                                                       output, &workspace_size, &executor);
-    if (st != MOEPERM_SUCCESS) {
-        snprintf(err, err_len, "%s", moeperm_last_error());
-        goto done;
-    }
-    if (!run) {
-        moeperm_executor_destroy(executor);
-        goto done;
-    }
-    if (workspace_size > 0 && !(workspace = malloc((size_t)workspace_size))) {
-        moeperm_executor_destroy(executor);
-        st = MOEPERM_ERR_INNER;
-        snprintf(err, err_len, "out of memory for a %" PRIu64 "-byte workspace", workspace_size);
-        goto done;
-    }
-    st = moeperm_token_permute_grad(workspace, workspace_size, executor, NULL);
-    if (st != MOEPERM_SUCCESS)
-        snprintf(err, err_len, "%s", moeperm_last_error());
-done:
-    free(workspace);
-    moeperm_tensor_destroy(output);
-    moeperm_tensor_destroy(indices);
-    moeperm_tensor_destroy(grad);
-    return st;
-}
-
-moeperm_status golden_run_reference(const golden_case *c, void *out, char *err, size_t err_len)
-{
-    return reference_call(c, out, true, err, err_len);
-}
-
-moeperm_status golden_check_reference(const golden_case *c, void *out, char *err,
-                                      size_t err_len)
-{
-    return reference_call(c, out, false, err, err_len);
-}
-
-/* ---------------------------------------------------------------------- */
 /* A case                                                                 */
 /* ---------------------------------------------------------------------- */
 
 static void store(moeperm_dtype dtype, void *data, uint64_t i, uint32_t bits)
 {
-    if (dtype == MOEPERM_FLOAT) {
+    switch (moeperm_dtype_size(dtype)) {
+    case 4:
         memcpy((uint8_t *)data + 4 * i, &bits, 4);
-    } else {
+        break;
+    case 2: {
         uint16_t half = (uint16_t)bits;
         memcpy((uint8_t *)data + 2 * i, &half, 2);
+        break;
+    }
+    default:
+        ((uint8_t *)data)[i] = (uint8_t)bits;
     }
 }
 
-int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
-                    size_t err_len)
+/* Appends a tensor of the operator's slot `name` with its memory zeroed
+ * (an output the operator leaves partly untouched has zeros there).
+ * Returns it, or NULL when memory runs out. */
+static golden_tensor *add_tensor(golden_case *c, const char *name, moeperm_dtype dtype,
+                                 uint64_t ndim, int64_t d0, int64_t d1)
 {
-    memset(c, 0, sizeof *c);
-    if (golden_spec_check(s, err, err_len) != 0)
-        return -1;
-    c->name = strdup(s->name);
-    c->description = strdup(s->description);
-    c->generator = malloc(64);
-    c->command = command ? strdup(command) : NULL;
-    c->routing = strdup(golden_routing_name(s->routing));
-    c->values = strdup(golden_values_name(s->values));
-    c->num_experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
-    c->hot_percent = s->hot_percent;
-    c->dtype = s->dtype;
-    c->tokens_num = s->tokens_num;
-    c->top_k = s->top_k;
-    c->hidden_size = s->hidden_size;
-    c->num_rows = s->num_rows < 0 ? s->tokens_num * s->top_k : s->num_rows;
-    c->padded_mode = false;
-    c->seed = s->seed;
-    size_t grad_bytes = golden_grad_bytes(c), out_bytes = golden_output_bytes(c);
-    c->sorted_indices = malloc(golden_indices_bytes(c));
-    c->permuted_output_grad = grad_bytes ? malloc(grad_bytes) : NULL;
-    c->input_grad = malloc(out_bytes);
-    if (!c->name || !c->description || !c->generator || (command && !c->command) ||
-        !c->routing || !c->values ||
-        !c->sorted_indices || (grad_bytes && !c->permuted_output_grad) || !c->input_grad) {
-        snprintf(err, err_len, "out of memory generating %s", s->name);
-        golden_case_free(c);
-        return -1;
-    }
-    snprintf(c->generator, 64, "moeperm %s", moeperm_version());
-    if (make_indices(s, c->sorted_indices, err, err_len) != 0) {
-        golden_case_free(c);
-        return -1;
-    }
+    size_t count;
+    const golden_slot *slots = golden_op_slots(c->op, &count);
+    const golden_slot *slot = NULL;
+    for (size_t i = 0; i < count && !slot; i++)
+        if (strcmp(slots[i].name, name) == 0)
+            slot = &slots[i];
+    golden_tensor *t = &c->tensors[c->tensor_count++];
+    t->name = slot->name;
+    t->role = slot->role;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    t->bytes = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1) * moeperm_dtype_size(dtype);
+    t->file = golden_strdup_printf("%s.bin", name);
+    t->data = t->bytes ? calloc(1, t->bytes) : NULL;
+    if (!t->file || (t->bytes && !t->data))
+        return NULL;
+    return t;
+}
 
-    generator g = {format_of(s->dtype), s->values, s->top_k, s->hidden_size,
-                   prng_stream_key(s->seed, PRNG_STREAM_VALUES),
-                   prng_stream_key(s->seed, PRNG_STREAM_PICK)};
-    int64_t slots = s->tokens_num * s->top_k, rows = c->num_rows, hidden = s->hidden_size;
-    const int32_t *indices = c->sorted_indices;
-    void *grad = c->permuted_output_grad;
-    /* Dropped slots (row >= num_rows) have no row: nothing to store. */
+/* Fills rows [R, H] of a permuted tensor: the value of token t's slot k at
+ * column h lands in row sorted_indices[t*K + k] (nothing for a dropped
+ * slot), so each row holds the values of the slot that owns it. */
+static void fill_permuted(const generator *g, const golden_spec *s, const int32_t *indices,
+                          int64_t rows, golden_tensor *t)
+{
+    int64_t slots = s->tokens_num * s->top_k, hidden = s->hidden_size;
+    void *data = t->data;
     PARALLEL_FOR
     for (int64_t i = 0; i < slots; i++) {
         int64_t row = indices[i];
         if (row >= rows)
             continue;
         for (int64_t h = 0; h < hidden; h++)
-            store(s->dtype, grad, (uint64_t)row * (uint64_t)hidden + (uint64_t)h,
-                  element_bits(&g, i / s->top_k, i % s->top_k, h));
+            store(t->dtype, data, (uint64_t)row * (uint64_t)hidden + (uint64_t)h,
+                  element_bits(g, i / s->top_k, i % s->top_k, h));
     }
-    moeperm_status st = golden_run_reference(c, c->input_grad, err, err_len);
+}
+
+/* Fills a [rows, cols] tensor whose element (r, c) is draw (r, 0, c) of g
+ * (a generator made with top_k 1). */
+static void fill_plain(const generator *g, golden_tensor *t)
+{
+    int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1;
+    void *data = t->data;
+    PARALLEL_FOR
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t col = 0; col < cols; col++)
+            store(t->dtype, data, (uint64_t)r * (uint64_t)cols + (uint64_t)col,
+                  element_bits(g, r, 0, col));
+}
+
+static generator make_generator(moeperm_dtype dtype, golden_values values, int64_t top_k,
+                                int64_t hidden, uint64_t seed, int stream)
+{
+    generator g = {format_of(dtype), values, top_k, hidden,
+                   prng_stream_key(seed, (uint64_t)stream),
+                   prng_stream_key(seed, PRNG_STREAM_PICK)};
+    return g;
+}
+
+/* MoeTokenPermute's expert ids [T, K] of the index dtype: the routing's
+ * choices, and with sentinels every 7th slot the dtype's minimum or maximum
+ * (alternately), the ids the device sorts first and last. */
+static int fill_expert_ids(const golden_spec *s, golden_tensor *t, char *err, size_t err_len)
+{
+    int64_t n = s->tokens_num * s->top_k;
+    int64_t experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) {
+        snprintf(err, err_len, "out of memory for %" PRId64 " expert ids", n);
+        return -1;
+    }
+    uint64_t key = prng_stream_key(s->seed, PRNG_STREAM_ROUTING);
+    PARALLEL_FOR
+    for (int64_t tok = 0; tok < s->tokens_num; tok++)
+        route_token(key, tok, s->top_k, experts, s->hot_percent, ids + tok * s->top_k);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = ids[i];
+        if (s->sentinels && i % 7 == 3)
+            id = (i / 7) % 2 == 0 ? (s->index_dtype == MOEPERM_INT64 ? INT64_MIN : INT32_MIN)
+                                  : (s->index_dtype == MOEPERM_INT64 ? INT64_MAX : INT32_MAX);
+        if (s->index_dtype == MOEPERM_INT64)
+            ((int64_t *)t->data)[i] = id;
+        else
+            ((int32_t *)t->data)[i] = (int32_t)id;
+    }
+    free(ids);
+    return 0;
+}
+
+/* The resolved row count of MoeTokenPermute's output: num_out_tokens <= 0
+ * counts back from tokens_num*top_k, then the count is clamped. */
+static int64_t permute_rows(const golden_spec *s)
+{
+    int64_t slots = s->tokens_num * s->top_k, n = s->num_out_tokens;
+    if (n <= 0)
+        n += slots;
+    return n < 0 ? 0 : n > slots ? slots : n;
+}
+
+/* Allocates and fills c's tensors for spec s (outputs zeroed). */
+static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t err_len)
+{
+    int64_t T = s->tokens_num, K = s->top_k, H = s->hidden_size, slots = T * K;
+    int64_t R = s->num_rows < 0 ? slots : s->num_rows;
+    generator values = make_generator(s->dtype, s->values, K, H, s->seed, PRNG_STREAM_VALUES);
+    golden_tensor *t, *idx;
+    switch (c->op) {
+    case MOEPERM_OP_PERMUTE:
+        if (!(t = add_tensor(c, "tokens", s->dtype, 2, T, H)))
+            return -1;
+        values.top_k = 1;
+        fill_plain(&values, t);
+        if (!(idx = add_tensor(c, "indices", s->index_dtype, 2, T, K)) ||
+            fill_expert_ids(s, idx, err, err_len) != 0 ||
+            !add_tensor(c, "permuted_tokens", s->dtype, 2, permute_rows(s), H) ||
+            !add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, slots, 0))
+            return -1;
+        return 0;
+    case MOEPERM_OP_PERMUTE_GRAD:
+    case MOEPERM_OP_UNPERMUTE:
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        break;
+    }
+    /* The other three read a permuted tensor through sorted_indices. */
+    int32_t *indices = malloc((size_t)slots * sizeof *indices);
+    if (!indices || make_indices(s, indices, err, err_len) != 0) {
+        free(indices);
+        return -1;
+    }
+    const char *permuted = c->op == MOEPERM_OP_PERMUTE_GRAD ? "permuted_output_grad"
+                                                           : "permuted_tokens";
+    int rc = -1;
+    if (!(t = add_tensor(c, permuted, s->dtype, 2, R, H)))
+        goto done;
+    fill_permuted(&values, s, indices, R, t);
+    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD) {
+        generator g = make_generator(s->dtype, s->values, 1, H, s->seed, PRNG_STREAM_GRAD);
+        if (!(t = add_tensor(c, "unpermuted_tokens_grad", s->dtype, 2, T, H)))
+            goto done;
+        fill_plain(&g, t);
+    }
+    if (!(idx = add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, slots, 0)))
+        goto done;
+    memcpy(idx->data, indices, idx->bytes);
+    if (s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD) {
+        generator g = make_generator(s->probs_dtype, s->probs_values, 1, K, s->seed,
+                                     PRNG_STREAM_PROBS);
+        if (!(t = add_tensor(c, "probs", s->probs_dtype, 2, T, K)))
+            goto done;
+        fill_plain(&g, t);
+    }
+    switch (c->op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        rc = add_tensor(c, "input_grad", s->dtype, 2, T, H) ? 0 : -1;
+        break;
+    case MOEPERM_OP_UNPERMUTE:
+        rc = add_tensor(c, "unpermuted_tokens", s->dtype, 2, T, H) ? 0 : -1;
+        break;
+    default:
+        rc = add_tensor(c, "permuted_tokens_grad", s->dtype, 2, R, H) &&
+                     (!s->has_probs ||
+                      (add_tensor(c, "probs_grad", s->probs_dtype, 2, T, K) &&
+                       add_tensor(c, "probs_grad_exact", MOEPERM_FLOAT64, 2, T, K)))
+                 ? 0
+                 : -1;
+        break;
+    }
+done:
+    free(indices);
+    return rc;
+}
+
+int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
+                    size_t err_len)
+{
+    memset(c, 0, sizeof *c);
+    err[0] = '\0';
+    if (golden_spec_check(s, err, err_len) != 0)
+        return -1;
+    c->format_version = 2;
+    c->op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
+    c->name = golden_strdup_printf("%s", s->name);
+    c->description = golden_strdup_printf("%s", s->description);
+    c->generator = golden_strdup_printf("moeperm %s", moeperm_version());
+    c->command = command ? golden_strdup_printf("%s", command) : NULL;
+    c->recipe.routing = golden_strdup_printf("%s", golden_routing_name(s->routing));
+    c->recipe.values = golden_strdup_printf("%s", golden_values_name(s->values));
+    c->recipe.probs_values =
+        s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD && c->op != MOEPERM_OP_PERMUTE
+            ? golden_strdup_printf("%s", golden_values_name(s->probs_values))
+            : NULL;
+    c->recipe.num_experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
+    c->recipe.hot_percent = s->hot_percent;
+    c->seed = s->seed;
+    c->attrs.top_k = c->op == MOEPERM_OP_PERMUTE_GRAD ? s->top_k : 0;
+    c->attrs.num_out_tokens = c->op == MOEPERM_OP_PERMUTE ? s->num_out_tokens : 0;
+    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && s->has_probs) {
+        c->attrs.ub_bytes = s->ub_bytes;
+        c->attrs.vector_cores = s->vector_cores;
+    }
+    bool recipe_ok = c->recipe.routing && c->recipe.values &&
+                     (c->recipe.probs_values || !s->has_probs ||
+                      c->op == MOEPERM_OP_PERMUTE_GRAD || c->op == MOEPERM_OP_PERMUTE);
+    if (!c->name || !c->description || !c->generator || (command && !c->command) ||
+        !recipe_ok || make_tensors(s, c, err, err_len) != 0) {
+        if (err[0] == '\0')
+            snprintf(err, err_len, "out of memory generating %s", s->name);
+        golden_case_free(c);
+        return -1;
+    }
+
+    void *outputs[GOLDEN_MAX_TENSORS], *exact[GOLDEN_MAX_TENSORS];
+    size_t n_out = 0, n_exact = 0;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        if (c->tensors[i].role == GOLDEN_ROLE_OUTPUT)
+            outputs[n_out++] = c->tensors[i].data;
+        else if (c->tensors[i].role == GOLDEN_ROLE_EXACT)
+            exact[n_exact++] = c->tensors[i].data;
+    }
+    char inner[512];
+    moeperm_status st =
+        golden_run_reference(c, outputs, n_exact ? exact : NULL, inner, sizeof inner);
     if (st != MOEPERM_SUCCESS) {
-        char inner[512];
-        snprintf(inner, sizeof inner, "%s", err);
         snprintf(err, err_len, "%s: the reference refused the case (%s): %s", s->name,
                  moeperm_status_name(st), inner);
         golden_case_free(c);

@@ -52,7 +52,9 @@ enum prng_stream {
     PRNG_STREAM_VALUES = 0,  /* element values */
     PRNG_STREAM_ROUTING = 1, /* expert choice per token */
     PRNG_STREAM_PERMUTATION = 2, /* --routing random: Fisher-Yates swaps */
-    PRNG_STREAM_PICK = 3 /* adversarial kinds: which slots of a (token, column) */
+    PRNG_STREAM_PICK = 3, /* adversarial kinds: which slots of a (token, column) */
+    PRNG_STREAM_PROBS = 4, /* probs */
+    PRNG_STREAM_GRAD = 5   /* unpermuted_tokens_grad */
 };
 
 #endif

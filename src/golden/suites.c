@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "golden/generate.h"
+#include "golden/internal.h"
 
 static const golden_suite suites[] = {
     {"dtype-topk", "every dtype with top_k 1, 2, 8 and 512", true},

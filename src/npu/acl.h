@@ -23,6 +23,7 @@ typedef int32_t aclnnStatus;
 typedef void *aclrtStream;
 typedef struct aclTensor aclTensor;         /* opaque, owned by libnnopbase */
 typedef struct aclOpExecutor aclOpExecutor; /* opaque, single use */
+typedef struct aclIntArray aclIntArray;     /* opaque, owned by libnnopbase */
 
 #define ACL_SUCCESS 0
 #define ACLNN_SUCCESS 0
@@ -30,7 +31,9 @@ typedef struct aclOpExecutor aclOpExecutor; /* opaque, single use */
 typedef enum aclDataType {
     ACL_FLOAT = 0,
     ACL_FLOAT16 = 1,
+    ACL_INT8 = 2,
     ACL_INT32 = 3,
+    ACL_INT64 = 9,
     ACL_BF16 = 27
 } aclDataType;
 
@@ -66,12 +69,28 @@ typedef aclTensor *(*aclCreateTensor_fn)(const int64_t *viewDims, uint64_t viewD
                                          const int64_t *storageDims, uint64_t storageDimsNum,
                                          void *tensorData);
 typedef aclnnStatus (*aclDestroyTensor_fn)(const aclTensor *tensor);
+typedef aclIntArray *(*aclCreateIntArray_fn)(const int64_t *value, uint64_t size);
+typedef aclnnStatus (*aclDestroyIntArray_fn)(const aclIntArray *array);
 
 /* The operator: libopapi*.so or a custom package's libcust_opapi.so */
 typedef aclnnStatus (*aclnnMoeTokenPermuteGradGetWorkspaceSize_fn)(
     const aclTensor *permutedOutputGrad, const aclTensor *sortedIndices, int64_t numTopk,
     bool paddedMode, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
-typedef aclnnStatus (*aclnnMoeTokenPermuteGrad_fn)(void *workspace, uint64_t workspaceSize,
-                                                   aclOpExecutor *executor, aclrtStream stream);
+/* Every operator's second phase has this shape. */
+typedef aclnnStatus (*aclnnRun_fn)(void *workspace, uint64_t workspaceSize,
+                                   aclOpExecutor *executor, aclrtStream stream);
+typedef aclnnStatus (*aclnnMoeTokenPermuteGetWorkspaceSize_fn)(
+    const aclTensor *tokens, const aclTensor *indices, int64_t numOutTokens, bool paddedMode,
+    aclTensor *permuteTokensOut, aclTensor *sortedIndicesOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor);
+typedef aclnnStatus (*aclnnMoeTokenUnpermuteGetWorkspaceSize_fn)(
+    const aclTensor *permutedTokens, const aclTensor *sortedIndices,
+    const aclTensor *probsOptional, bool paddedMode, const aclIntArray *restoreShapeOptional,
+    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
+typedef aclnnStatus (*aclnnMoeTokenUnpermuteGradGetWorkspaceSize_fn)(
+    const aclTensor *permuteTokens, const aclTensor *unpermutedTokensGrad,
+    const aclTensor *sortedIndices, const aclTensor *probsOptional, bool paddedMode,
+    const aclIntArray *restoreShapeOptional, aclTensor *permutedTokensGradOut,
+    aclTensor *probsGradOut, uint64_t *workspaceSize, aclOpExecutor **executor);
 
 #endif

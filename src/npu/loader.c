@@ -45,6 +45,14 @@ static const struct {
     SYM(aclnnMoeTokenPermuteGradGetWorkspaceSize, true),
     SYM(aclnnMoeTokenPermuteGrad, true),
     SYM(aclGetRecentErrMsg, false),
+    SYM(aclCreateIntArray, false),
+    SYM(aclDestroyIntArray, false),
+    SYM(aclnnMoeTokenPermuteGetWorkspaceSize, false),
+    SYM(aclnnMoeTokenPermute, false),
+    SYM(aclnnMoeTokenUnpermuteGetWorkspaceSize, false),
+    SYM(aclnnMoeTokenUnpermute, false),
+    SYM(aclnnMoeTokenUnpermuteGradGetWorkspaceSize, false),
+    SYM(aclnnMoeTokenUnpermuteGrad, false),
 #undef SYM
 };
 

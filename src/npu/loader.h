@@ -35,8 +35,19 @@ typedef struct acl_api {
     aclCreateTensor_fn aclCreateTensor;
     aclDestroyTensor_fn aclDestroyTensor;
     aclnnMoeTokenPermuteGradGetWorkspaceSize_fn aclnnMoeTokenPermuteGradGetWorkspaceSize;
-    aclnnMoeTokenPermuteGrad_fn aclnnMoeTokenPermuteGrad;
+    aclnnRun_fn aclnnMoeTokenPermuteGrad;
     aclGetRecentErrMsg_fn aclGetRecentErrMsg; /* optional: NULL when absent */
+    /* The other operators of the family and the int arrays of restoreShape:
+     * optional, so a runtime without them still serves the others; a case
+     * of a missing operator fails naming the symbol. */
+    aclCreateIntArray_fn aclCreateIntArray;
+    aclDestroyIntArray_fn aclDestroyIntArray;
+    aclnnMoeTokenPermuteGetWorkspaceSize_fn aclnnMoeTokenPermuteGetWorkspaceSize;
+    aclnnRun_fn aclnnMoeTokenPermute;
+    aclnnMoeTokenUnpermuteGetWorkspaceSize_fn aclnnMoeTokenUnpermuteGetWorkspaceSize;
+    aclnnRun_fn aclnnMoeTokenUnpermute;
+    aclnnMoeTokenUnpermuteGradGetWorkspaceSize_fn aclnnMoeTokenUnpermuteGradGetWorkspaceSize;
+    aclnnRun_fn aclnnMoeTokenUnpermuteGrad;
 } acl_api;
 
 /*

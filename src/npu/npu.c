@@ -1,7 +1,9 @@
 /*
- * npu.c - the "npu" backend: runs a golden case through the vendor's
- * aclnnMoeTokenPermuteGrad on an Ascend device, so that `moeperm check
- * --backend npu` judges a real kernel against the CPU reference's bits.
+ * npu.c - the "npu" backend: runs a problem through the vendor's aclnn
+ * entry point of its operator (aclnnMoeTokenPermuteGrad,
+ * aclnnMoeTokenPermute, aclnnMoeTokenUnpermute, aclnnMoeTokenUnpermuteGrad)
+ * on an Ascend device, so that `moeperm check --backend npu` judges a real
+ * kernel against the CPU reference's bits.
  *
  * The runtime is opened once per process (aclInit, device, stream) because
  * ACL initialisation is process-wide and slow; each case then owns its
@@ -10,11 +12,12 @@
  * the device as it found it and the next case starts clean.  Device
  * pointers are never dereferenced here: they only travel to ACL calls.
  *
- * A case goes through the CPU reference's checks on the host first, and
- * one the reference refuses is BACKEND_BAD_INPUT (exit 2) with its sentence,
- * as on the cpu backend, before anything touches the device: the vendor's
- * host code does not reliably reject bad indices (spec §3), and a case the
- * reference refuses has no golden output to compare with.  After that, every
+ * A problem goes through the CPU reference's checks on the host first, and
+ * one the reference refuses is BACKEND_BAD_INPUT (exit 2) with its
+ * sentence, as on the cpu backend, before anything touches the device: the
+ * vendor's host code does not reliably reject bad indices (docs/npu.md),
+ * and a problem the reference refuses has no golden output to compare
+ * with.  After that, every
  * ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status that says
  * "invalid parameter": the case was accepted by the reference, so a refusal
  * is the device stack's disagreement, not bad input from the user.
@@ -26,8 +29,6 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "golden/case.h"
-#include "golden/generate.h"
 #include "npu/acl.h"
 #include "npu/loader.h"
 
@@ -134,7 +135,8 @@ typedef struct device_tensor {
 
 /* What a run holds; run_release() gives back whatever is non-NULL. */
 typedef struct run_state {
-    device_tensor grad, indices, out;
+    device_tensor in[BACKEND_MAX_TENSORS], out[BACKEND_MAX_TENSORS];
+    aclIntArray *restore_shape;
     void *workspace;
 } run_state;
 
@@ -153,14 +155,20 @@ static void run_release(const acl_api *a, run_state *s)
     if (s->workspace != NULL)
         a->aclrtFree(s->workspace);
     s->workspace = NULL;
-    release_tensor(a, &s->out);
-    release_tensor(a, &s->indices);
-    release_tensor(a, &s->grad);
+    if (s->restore_shape != NULL)
+        a->aclDestroyIntArray(s->restore_shape);
+    s->restore_shape = NULL;
+    for (size_t i = BACKEND_MAX_TENSORS; i-- > 0;)
+        release_tensor(a, &s->out[i]);
+    for (size_t i = BACKEND_MAX_TENSORS; i-- > 0;)
+        release_tensor(a, &s->in[i]);
 }
 
-/* Allocates bytes of device memory for t and, when host is given, copies
- * it there.  A zero-byte tensor still gets a (one-byte) allocation because
- * aclrtMalloc refuses size 0 and aclCreateTensor wants an address. */
+/* Allocates bytes of device memory for t and copies host there.  Outputs
+ * are copied too: where an operator leaves elements untouched, they must
+ * come back as the caller had them.  A zero-byte tensor still gets a
+ * (one-byte) allocation because aclrtMalloc refuses size 0 and
+ * aclCreateTensor wants an address. */
 static int device_upload(const acl_api *a, device_tensor *t, const void *host, size_t bytes,
                          char *err, size_t err_len)
 {
@@ -185,18 +193,36 @@ static int device_upload(const acl_api *a, device_tensor *t, const void *host, s
     return BACKEND_OK;
 }
 
-/* A contiguous ND descriptor: strides in elements, storage = view. */
-static int describe_tensor(const acl_api *a, device_tensor *t, const int64_t *dims,
-                           uint64_t ndim, aclDataType dtype, char *err, size_t err_len)
+static aclDataType acl_dtype(moeperm_dtype dtype)
 {
-    int64_t strides[2];
-    int64_t stride = 1;
-    for (uint64_t i = ndim; i-- > 0;) {
-        strides[i] = stride;
-        stride *= dims[i];
+    switch (dtype) {
+    case MOEPERM_FLOAT16:
+        return ACL_FLOAT16;
+    case MOEPERM_BF16:
+        return ACL_BF16;
+    case MOEPERM_INT8:
+        return ACL_INT8;
+    case MOEPERM_INT32:
+        return ACL_INT32;
+    case MOEPERM_INT64:
+        return ACL_INT64;
+    default:
+        return ACL_FLOAT;
     }
-    t->tensor = a->aclCreateTensor(dims, ndim, dtype, strides, 0, ACL_FORMAT_ND, dims, ndim,
-                                   t->data);
+}
+
+/* A contiguous ND descriptor: strides in elements, storage = view. */
+static int describe_tensor(const acl_api *a, device_tensor *t, const backend_tensor *host,
+                           char *err, size_t err_len)
+{
+    int64_t strides[MOEPERM_MAX_DIMS];
+    int64_t stride = 1;
+    for (uint64_t i = host->ndim; i-- > 0;) {
+        strides[i] = stride;
+        stride *= host->shape[i];
+    }
+    t->tensor = a->aclCreateTensor(host->shape, host->ndim, acl_dtype(host->dtype), strides, 0,
+                                   ACL_FORMAT_ND, host->shape, host->ndim, t->data);
     if (t->tensor == NULL) {
         char recent[1024];
         snprintf(err, err_len, "aclCreateTensor(%s) returned NULL%s", t->name,
@@ -206,28 +232,109 @@ static int describe_tensor(const acl_api *a, device_tensor *t, const int64_t *di
     return BACKEND_OK;
 }
 
-/* Bytes of n elements of size elem, or SIZE_MAX when it does not fit. */
-static size_t bytes_of(int64_t n, size_t elem)
+/* The operator's two entry points, or a sentence naming the one missing. */
+typedef struct entry_points {
+    const char *plan_name, *run_name;
+    bool plan_present;
+    aclnnRun_fn run;
+} entry_points;
+
+static entry_points entry_points_of(const acl_api *a, moeperm_op op)
 {
-    if (n < 0 || (uint64_t)n > SIZE_MAX / elem)
-        return SIZE_MAX;
-    return (size_t)n * elem;
+    switch (op) {
+    case MOEPERM_OP_PERMUTE:
+        return (entry_points){"aclnnMoeTokenPermuteGetWorkspaceSize", "aclnnMoeTokenPermute",
+                              a->aclnnMoeTokenPermuteGetWorkspaceSize != NULL,
+                              a->aclnnMoeTokenPermute};
+    case MOEPERM_OP_UNPERMUTE:
+        return (entry_points){"aclnnMoeTokenUnpermuteGetWorkspaceSize",
+                              "aclnnMoeTokenUnpermute",
+                              a->aclnnMoeTokenUnpermuteGetWorkspaceSize != NULL,
+                              a->aclnnMoeTokenUnpermute};
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        return (entry_points){"aclnnMoeTokenUnpermuteGradGetWorkspaceSize",
+                              "aclnnMoeTokenUnpermuteGrad",
+                              a->aclnnMoeTokenUnpermuteGradGetWorkspaceSize != NULL,
+                              a->aclnnMoeTokenUnpermuteGrad};
+    default:
+        return (entry_points){"aclnnMoeTokenPermuteGradGetWorkspaceSize",
+                              "aclnnMoeTokenPermuteGrad",
+                              a->aclnnMoeTokenPermuteGradGetWorkspaceSize != NULL,
+                              a->aclnnMoeTokenPermuteGrad};
+    }
 }
 
-static int npu_run_case(backend *b, const golden_case *c, void *out, char *err, size_t err_len)
+/* The first phase of p's operator over the device tensors of s. */
+static aclnnStatus plan(const acl_api *a, const backend_problem *p, run_state *s,
+                        uint64_t *workspace_size, aclOpExecutor **executor)
+{
+    aclTensor *in[BACKEND_MAX_TENSORS], *out[BACKEND_MAX_TENSORS];
+    for (size_t i = 0; i < BACKEND_MAX_TENSORS; i++) {
+        in[i] = s->in[i].tensor;
+        out[i] = s->out[i].tensor;
+    }
+    switch (p->op) {
+    case MOEPERM_OP_PERMUTE:
+        return a->aclnnMoeTokenPermuteGetWorkspaceSize(in[0], in[1], p->num_out_tokens,
+                                                       p->padded_mode, out[0], out[1],
+                                                       workspace_size, executor);
+    case MOEPERM_OP_UNPERMUTE:
+        return a->aclnnMoeTokenUnpermuteGetWorkspaceSize(in[0], in[1], in[2], p->padded_mode,
+                                                         s->restore_shape, out[0],
+                                                         workspace_size, executor);
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        return a->aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
+            in[0], in[1], in[2], in[3], p->padded_mode, s->restore_shape, out[0], out[1],
+            workspace_size, executor);
+    default:
+        return a->aclnnMoeTokenPermuteGradGetWorkspaceSize(in[0], in[1], p->top_k,
+                                                           p->padded_mode, out[0],
+                                                           workspace_size, executor);
+    }
+}
+
+static int upload_all(const acl_api *a, const backend_problem *p, run_state *s, char *err,
+                      size_t err_len)
+{
+    int rc = BACKEND_OK;
+    for (size_t i = 0; rc == BACKEND_OK && i < p->input_count; i++) {
+        if (!p->inputs[i].present)
+            continue;
+        s->in[i].name = p->inputs[i].name;
+        rc = device_upload(a, &s->in[i], p->inputs[i].data, p->inputs[i].bytes, err, err_len);
+        if (rc == BACKEND_OK)
+            rc = describe_tensor(a, &s->in[i], &p->inputs[i], err, err_len);
+    }
+    for (size_t i = 0; rc == BACKEND_OK && i < p->output_count; i++) {
+        if (!p->outputs[i].present)
+            continue;
+        s->out[i].name = p->outputs[i].name;
+        rc = device_upload(a, &s->out[i], p->outputs[i].data, p->outputs[i].bytes, err,
+                           err_len);
+        if (rc == BACKEND_OK)
+            rc = describe_tensor(a, &s->out[i], &p->outputs[i], err, err_len);
+    }
+    if (rc == BACKEND_OK && p->restore_shape != NULL && p->restore_shape_len > 0) {
+        if (a->aclCreateIntArray == NULL || a->aclDestroyIntArray == NULL) {
+            snprintf(err, err_len, "the Ascend runtime has no aclCreateIntArray and "
+                                   "aclDestroyIntArray, which restore_shape needs");
+            return BACKEND_FAILURE;
+        }
+        s->restore_shape = a->aclCreateIntArray(p->restore_shape, p->restore_shape_len);
+        if (s->restore_shape == NULL) {
+            char recent[1024];
+            snprintf(err, err_len, "aclCreateIntArray(restore_shape) returned NULL%s",
+                     recent_message(a, recent, sizeof recent));
+            return BACKEND_FAILURE;
+        }
+    }
+    return rc;
+}
+
+static int npu_run(backend *b, backend_problem *p, char *err, size_t err_len)
 {
     const acl_api *a = &b->api;
-    size_t elem;
-    aclDataType dtype;
-    switch (c->dtype) {
-    case MOEPERM_FLOAT: elem = 4; dtype = ACL_FLOAT; break;
-    case MOEPERM_FLOAT16: elem = 2; dtype = ACL_FLOAT16; break;
-    case MOEPERM_BF16: elem = 2; dtype = ACL_BF16; break;
-    default:
-        snprintf(err, err_len, "dtype %d is not one the operator takes", (int)c->dtype);
-        return BACKEND_BAD_INPUT;
-    }
-    switch (golden_check_reference(c, out, err, err_len)) {
+    switch (backend_cpu_call(p, false, err, err_len)) {
     case MOEPERM_SUCCESS:
         break;
     case MOEPERM_ERR_PARAM_NULLPTR:
@@ -236,51 +343,26 @@ static int npu_run_case(backend *b, const golden_case *c, void *out, char *err, 
     default:
         return BACKEND_FAILURE;
     }
-    const int64_t T = c->tokens_num, K = c->top_k, H = c->hidden_size, R = c->num_rows;
-    if (T < 0 || K < 0 || H < 0 || R < 0 || (K > 0 && T > INT64_MAX / K) ||
-        (H > 0 && (R > INT64_MAX / H || T > INT64_MAX / H))) {
-        snprintf(err, err_len, "shape tokens_num=%lld top_k=%lld hidden_size=%lld "
-                 "num_rows=%lld does not fit in memory", (long long)T, (long long)K,
-                 (long long)H, (long long)R);
-        return BACKEND_BAD_INPUT;
-    }
-    const size_t grad_bytes = bytes_of(R * H, elem), index_bytes = bytes_of(T * K, 4),
-                 out_bytes = bytes_of(T * H, elem);
-    if (grad_bytes == SIZE_MAX || index_bytes == SIZE_MAX || out_bytes == SIZE_MAX) {
-        snprintf(err, err_len, "case %s is too large for this host's address space",
-                 c->name ? c->name : "?");
-        return BACKEND_BAD_INPUT;
+    entry_points ep = entry_points_of(a, p->op);
+    if (!ep.plan_present || ep.run == NULL) {
+        snprintf(err, err_len, "the Ascend runtime has no %s, which %s needs (is the "
+                 "operator's library loaded? see MOEPERM_ASCEND_LIBS in docs/npu.md)",
+                 ep.plan_present ? ep.run_name : ep.plan_name, moeperm_op_name(p->op));
+        return BACKEND_FAILURE;
     }
 
     uint64_t workspace_size = 0;
     aclOpExecutor *executor = NULL;
-    aclnnStatus st;
     aclError e;
-    run_state s = {{"permuted_output_grad", NULL, NULL},
-                   {"sorted_indices", NULL, NULL},
-                   {"input_grad", NULL, NULL},
-                   NULL};
-    const int64_t grad_dims[2] = {R, H}, index_dims[1] = {T * K}, out_dims[2] = {T, H};
-    int rc = device_upload(a, &s.grad, c->permuted_output_grad, grad_bytes, err, err_len);
-    if (rc == BACKEND_OK)
-        rc = device_upload(a, &s.indices, c->sorted_indices, index_bytes, err, err_len);
-    if (rc == BACKEND_OK)
-        rc = device_upload(a, &s.out, NULL, out_bytes, err, err_len);
-    if (rc == BACKEND_OK)
-        rc = describe_tensor(a, &s.grad, grad_dims, 2, dtype, err, err_len);
-    if (rc == BACKEND_OK)
-        rc = describe_tensor(a, &s.indices, index_dims, 1, ACL_INT32, err, err_len);
-    if (rc == BACKEND_OK)
-        rc = describe_tensor(a, &s.out, out_dims, 2, dtype, err, err_len);
+    run_state s;
+    memset(&s, 0, sizeof s);
+    int rc = upload_all(a, p, &s, err, err_len);
     if (rc != BACKEND_OK)
         goto done;
 
-    st = a->aclnnMoeTokenPermuteGradGetWorkspaceSize(
-        s.grad.tensor, s.indices.tensor, K, c->padded_mode, s.out.tensor, &workspace_size,
-        &executor);
+    aclnnStatus st = plan(a, p, &s, &workspace_size, &executor);
     if (st != ACLNN_SUCCESS) {
-        describe_failure(a, err, err_len, "aclnnMoeTokenPermuteGradGetWorkspaceSize",
-                         "aclnn status", st);
+        describe_failure(a, err, err_len, ep.plan_name, "aclnn status", st);
         rc = BACKEND_FAILURE;
         goto done;
     }
@@ -305,9 +387,9 @@ static int npu_run_case(backend *b, const golden_case *c, void *out, char *err, 
             goto done;
         }
     }
-    st = a->aclnnMoeTokenPermuteGrad(s.workspace, workspace_size, executor, b->stream);
+    st = ep.run(s.workspace, workspace_size, executor, b->stream);
     if (st != ACLNN_SUCCESS) {
-        describe_failure(a, err, err_len, "aclnnMoeTokenPermuteGrad", "aclnn status", st);
+        describe_failure(a, err, err_len, ep.run_name, "aclnn status", st);
         /* Work may already be queued on the stream: wait for it before the
          * memory it uses is freed.  Its own status adds nothing. */
         a->aclrtSynchronizeStream(b->stream);
@@ -321,14 +403,19 @@ static int npu_run_case(backend *b, const golden_case *c, void *out, char *err, 
         rc = BACKEND_FAILURE;
         goto done;
     }
-    if (out_bytes > 0) {
-        e = a->aclrtMemcpy(out, out_bytes, s.out.data, out_bytes, ACL_MEMCPY_DEVICE_TO_HOST);
+    for (size_t i = 0; i < p->output_count; i++) {
+        const backend_tensor *t = &p->outputs[i];
+        if (!t->present || t->bytes == 0)
+            continue;
+        e = a->aclrtMemcpy(t->data, t->bytes, s.out[i].data, t->bytes,
+                           ACL_MEMCPY_DEVICE_TO_HOST);
         if (e != ACL_SUCCESS) {
-            char call[96];
-            snprintf(call, sizeof call, "aclrtMemcpy(input_grad, %zu bytes, device to host)",
-                     out_bytes);
+            char call[128];
+            snprintf(call, sizeof call, "aclrtMemcpy(%s, %zu bytes, device to host)", t->name,
+                     t->bytes);
             describe_failure(a, err, err_len, call, "ACL error", e);
             rc = BACKEND_FAILURE;
+            break;
         }
     }
 done:
@@ -336,4 +423,4 @@ done:
     return rc;
 }
 
-const backend_ops backend_npu = {"npu", npu_open, npu_run_case, npu_close};
+const backend_ops backend_npu = {"npu", npu_open, npu_run, npu_close};

@@ -1,0 +1,469 @@
+/*
+ * golden.h - the public API of libmoeperm-golden: golden cases of the
+ * moeperm operators on disk and in memory, their generator and built-in
+ * suites, and the judge that compares an output with a case's golden one
+ * bit for bit and reports where and how they differ.
+ *
+ * A kernel test harness (a gtest program, a simulator driver) links this
+ * library to load a case, run its own kernel on the case's inputs and
+ * compare in-process, without shelling out to the `moeperm` tool; the tool
+ * and the Python package use the same functions.  docs/golden-format.md
+ * describes the files, docs/judging.md the reports.
+ *
+ * Conventions: a function that can fail returns 0 (or a count) on success
+ * and -1 on failure, with one sentence naming the file, field and bad value
+ * in the caller's err buffer (err_len bytes, always NUL-terminated).
+ * Structures are the caller's; functions that fill them say how to free
+ * them.  Every function is safe to call from several threads on distinct
+ * objects, except the writers, which install process-wide signal handlers
+ * to clean up temporaries (see golden_case_write()).
+ *
+ * Depends on libmoeperm (moeperm.h), json-c and Nettle.
+ */
+#ifndef MOEPERM_GOLDEN_H
+#define MOEPERM_GOLDEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <moeperm/moeperm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything declared here is the library's interface (its other symbols
+ * are hidden). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Cases                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* The format a manifest's "format" key names.  Version 2 names the operator
+ * and every tensor's role; version 1 cases (MoeTokenPermuteGrad only) are
+ * read as they are. */
+#define GOLDEN_FORMAT "moeperm-golden/2"
+#define GOLDEN_FORMAT_V1 "moeperm-golden/1"
+
+/* The largest extent a manifest may give a dimension (2^40): far above
+ * anything a device holds, low enough that products of two of them and an
+ * element size cannot overflow 64 bits. */
+#define GOLDEN_MAX_DIM (INT64_C(1) << 40)
+
+/* The most tensors a case has (MoeTokenUnpermuteGrad has seven). */
+#define GOLDEN_MAX_TENSORS 8
+
+/* What a tensor of a case is to the operator. */
+typedef enum golden_role {
+    GOLDEN_ROLE_INPUT = 1,  /* read by the operator */
+    GOLDEN_ROLE_OUTPUT = 2, /* written by it: judged bit for bit */
+    GOLDEN_ROLE_EXACT = 3   /* float64 values of an output before rounding: they
+                             * inform a report, they are never judged */
+} golden_role;
+
+/* "input", "output", "exact" (the manifest's words). */
+const char *golden_role_name(golden_role role);
+
+typedef struct golden_tensor {
+    const char *name;  /* the operator's name for it, e.g. "sorted_indices" (static) */
+    golden_role role;
+    moeperm_dtype dtype;
+    uint64_t ndim;
+    int64_t shape[MOEPERM_MAX_DIMS];
+    char *file;  /* the file name in the case directory (owned) */
+    char *path;  /* the file read (owned), NULL for a case built in memory */
+    void *data;  /* contiguous row-major elements (owned), NULL when not loaded or empty */
+    size_t bytes; /* of data: the product of shape and the element size */
+} golden_tensor;
+
+/* The operator's attributes: what is not a tensor.  Only the fields of the
+ * case's operator mean anything; the others are 0. */
+typedef struct golden_attrs {
+    int64_t top_k;          /* MoeTokenPermuteGrad: num_topk */
+    int64_t num_out_tokens; /* MoeTokenPermute, as given (<= 0 counts from N*K) */
+    bool padded_mode;       /* false: the only mode the operators take */
+    uint64_t restore_shape_len; /* MoeTokenUnpermute(Grad): 0 when absent */
+    int64_t restore_shape[MOEPERM_MAX_DIMS];
+    /* MoeTokenUnpermuteGrad with probs: the chip whose reduction order the
+     * golden probs_grad follows (docs/unpermute-grad.md); 0 = the default */
+    int64_t ub_bytes, vector_cores;
+} golden_attrs;
+
+/* How the generator made the inputs, besides the seed (informative: read
+ * leniently, never needed to judge).  NULL / 0 when unknown. */
+typedef struct golden_recipe {
+    char *routing;       /* "routed", "identity", "reverse", "random" */
+    char *values;        /* the value kind of the first input, e.g. "normal" */
+    char *probs_values;  /* the value kind of probs, when the case has them */
+    int64_t num_experts; /* routed only */
+    int64_t hot_percent; /* routed only */
+} golden_recipe;
+
+typedef struct golden_case {
+    char *dir;           /* the case directory as given (owned) */
+    char *manifest_path; /* its case.json (owned) */
+    int format_version;  /* 1 or 2 */
+    moeperm_op op;
+    char *name;        /* manifest "name" (owned) */
+    char *description; /* manifest "description" (owned) */
+    char *generator;   /* manifest "generator" (owned) */
+    char *command;     /* manifest "command": how to regenerate it (owned, may be NULL) */
+    uint64_t seed;
+    golden_attrs attrs;
+    golden_recipe recipe;
+    /* In the operator's argument order: inputs, outputs, then exact values. */
+    golden_tensor tensors[GOLDEN_MAX_TENSORS];
+    size_t tensor_count;
+} golden_case;
+
+/* What golden_case_read() loads besides the manifest. */
+enum {
+    GOLDEN_LOAD_INPUTS = 1,  /* the input tensors' data */
+    GOLDEN_LOAD_OUTPUTS = 2, /* the golden outputs' (and exact values') data */
+    GOLDEN_LOAD_ALL = 3,
+    GOLDEN_LOAD_NONE = 0 /* the manifest alone: every file's path is noted, none is read */
+};
+
+/*
+ * golden_case_read() reads the case in directory dir into *c: the manifest,
+ * checked in full (format, operator, attributes, every tensor's role,
+ * dtype, shape and file name), and the tensors that load asks for, each
+ * checked for size and sha256.  The shapes are then put to the operator's
+ * own first phase (libmoeperm), so a case the reference would refuse is
+ * refused here with the library's sentence.  Files may be raw .bin or
+ * numpy .npy (docs/golden-format.md).  Returns 0, or -1 with a sentence in
+ * err; *c is then empty (golden_case_free() is harmless).
+ */
+int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, size_t err_len);
+
+/* golden_case_free() frees what *c owns and empties it. */
+void golden_case_free(golden_case *c);
+
+/* The tensor of c called name, or NULL when c has none. */
+golden_tensor *golden_case_tensor(golden_case *c, const char *name);
+const golden_tensor *golden_case_tensor_const(const golden_case *c, const char *name);
+
+/* The number of elements of t (the product of its shape). */
+uint64_t golden_tensor_elements(const golden_tensor *t);
+
+/*
+ * golden_case_write() writes c (manifest and every tensor with data) as the
+ * case directory path, atomically: into a temporary sibling directory
+ * first, then put in place, so the name holds either the old case or the
+ * new one, whole.  An existing path is replaced only when force is true and
+ * it is a case: a directory holding case.json and nothing but files a case
+ * can hold (golden_case_file_name()), or an empty directory; anything else
+ * is refused with a sentence naming the directory and its first (byte
+ * order) unexpected entry.  While it runs, a signal that ends the process
+ * removes the temporaries and leaves the old case in place
+ * (docs/reliability.md).
+ *
+ * Returns 0 on success; -1 with a sentence in err when nothing at path
+ * changed; or 1 when the new case is in place but the old one could not be
+ * removed entirely: err then says where what is left of it is kept (under a
+ * dot name that readers skip).  Not thread safe (signal handlers and a
+ * process-wide table of temporaries).
+ */
+int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+                      size_t err_len);
+
+/* Whether name is a file a case directory may hold: case.json, or a
+ * tensor file ("<tensor>.bin" or "<tensor>.npy") of any operator. */
+bool golden_case_file_name(const char *name);
+
+/*
+ * golden_find_cases() finds every directory at or below root that holds a
+ * case.json, in byte order of their paths (the same whatever the file
+ * system's order).  Symbolic links to directories and to case.json are
+ * followed; each directory is entered once, by its (st_dev, st_ino), so a
+ * link loop ends.  Names starting with '.' are skipped (the temporaries of
+ * interrupted writes).  A directory that cannot be read is an error, never
+ * skipped.  *dirs receives a malloc'd array of *count malloc'd paths (free
+ * with golden_free_paths()).  Returns 0 or -1 with a sentence in err.
+ */
+int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len);
+void golden_free_paths(char **paths, size_t count);
+
+/* ---------------------------------------------------------------------- */
+/* Tensor files                                                           */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * golden_tensor_read_file() reads the file at path as a tensor shaped and
+ * typed like `like` (its dtype and shape; its data is not used): a raw
+ * little-endian file of exactly that many bytes, or a numpy .npy file
+ * (format 1.0, 2.0 or 3.0, little-endian, C order) of that dtype (bf16 as
+ * '<u2', '<i2' or '<V2') and shape.  *data receives the elements
+ * (malloc'd; NULL for an empty tensor).  A wrong size, dtype, shape or
+ * order is refused with a sentence naming the file and what it holds; a
+ * raw file that starts like a numpy file gets the hint to name it .npy.
+ * Returns 0 or -1 with a sentence in err.
+ */
+int golden_tensor_read_file(const char *path, const golden_tensor *like, void **data,
+                            char *err, size_t err_len);
+
+/*
+ * golden_tensor_write_file() writes the elements at data, shaped and typed
+ * like `like`, to path: as a .npy file (format 1.0; bf16 as '<u2') when
+ * path ends in ".npy", else raw.  The file appears atomically (a temporary
+ * beside it, then renamed) and only whole.  Returns 0 or -1 with a
+ * sentence in err.
+ */
+int golden_tensor_write_file(const char *path, const golden_tensor *like, const void *data,
+                             char *err, size_t err_len);
+
+/* golden_write_file_atomic() writes size bytes to path through a temporary
+ * file in the same directory and rename(): on failure the temporary is
+ * removed and any earlier file at path is untouched.  Returns 0 or -1 with
+ * a sentence in err. */
+int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
+                             size_t err_len);
+
+/* ---------------------------------------------------------------------- */
+/* Operators                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* One tensor an operator takes or gives, in its argument order. */
+typedef struct golden_slot {
+    const char *name; /* manifest key and file stem, e.g. "permuted_tokens" */
+    golden_role role;
+    bool optional;    /* probs and what comes with them */
+} golden_slot;
+
+/* The tensors of op (*count of them), or NULL for an unknown op. */
+const golden_slot *golden_op_slots(moeperm_op op, size_t *count);
+
+/*
+ * golden_run_reference() computes c's outputs with libmoeperm's public
+ * two-phase API: outputs[i] receives the i-th tensor of c whose role is
+ * GOLDEN_ROLE_OUTPUT (contiguous, its shape and dtype), and, where c has
+ * exact values, exact[i] the i-th GOLDEN_ROLE_EXACT tensor (exact may be
+ * NULL to skip them).  c's inputs must be loaded.  Returns MOEPERM_SUCCESS
+ * or the operator's status with its sentence in err.  Every backend and the
+ * generator share this one call of the library per operator.
+ */
+moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
+                                    void *const *exact, char *err, size_t err_len);
+
+/* The first phase alone: whether the operator takes c's shapes, dtypes,
+ * attributes (and, when they are loaded, indices), with the library's
+ * status and sentence when it does not.  Nothing is written. */
+moeperm_status golden_check_reference(const golden_case *c, char *err, size_t err_len);
+
+/* ---------------------------------------------------------------------- */
+/* The generator                                                          */
+/* ---------------------------------------------------------------------- */
+
+/* How sorted_indices (or, for MoeTokenPermute, the expert ids) are made. */
+typedef enum golden_routing {
+    GOLDEN_ROUTING_ROUTED,   /* top_k distinct experts per token, some hot */
+    GOLDEN_ROUTING_IDENTITY, /* sorted_indices[i] = i */
+    GOLDEN_ROUTING_REVERSE,  /* sorted_indices[i] = T*K-1-i */
+    GOLDEN_ROUTING_RANDOM    /* a uniformly random permutation */
+} golden_routing;
+
+/* The values of a floating-point input, each kind one device question
+ * (docs/golden-format.md). */
+typedef enum golden_values {
+    GOLDEN_VALUES_NORMAL,    /* gradient-like values in (-1, 1), mixed magnitudes */
+    GOLDEN_VALUES_NAN_INF,   /* NaN and infinity propagation */
+    GOLDEN_VALUES_SUBNORMAL, /* subnormal inputs and subnormal sums */
+    GOLDEN_VALUES_OVERFLOW,  /* overflow in the sum and in the narrowing */
+    GOLDEN_VALUES_ROUNDING,  /* RNE ties, cancellation, signed zero */
+    GOLDEN_VALUES_NEGZERO,   /* every element -0.0 */
+    GOLDEN_VALUES_BITS       /* uniformly random bit patterns */
+} golden_values;
+
+/* Everything that decides a generated case: the same spec gives the same
+ * bytes on any machine and any number of threads. */
+typedef struct golden_spec {
+    moeperm_op op;             /* 0 is read as MOEPERM_OP_PERMUTE_GRAD */
+    char name[96];             /* the case directory's name */
+    char description[256];
+    moeperm_dtype dtype;       /* of the tokens or gradients and the outputs */
+    bool has_probs;            /* MoeTokenUnpermute(Grad): with routing weights */
+    moeperm_dtype probs_dtype; /* their dtype, when has_probs */
+    moeperm_dtype index_dtype; /* MoeTokenPermute's expert ids: INT32 or INT64 */
+    int64_t tokens_num, top_k, hidden_size;
+    int64_t num_rows;          /* rows of the permuted tensor; -1: tokens_num*top_k */
+    int64_t num_out_tokens;    /* MoeTokenPermute's attribute, as the device takes it */
+    int64_t num_experts;       /* routed only; 0: the default (max(64, 2*top_k)) */
+    int hot_percent;           /* routed only: share of picks among the hot eighth */
+    bool sentinels;            /* MoeTokenPermute: some ids are the index dtype's min/max */
+    golden_values values;      /* of the first floating-point input */
+    golden_values probs_values; /* of probs */
+    golden_routing routing;
+    int64_t ub_bytes, vector_cores; /* MoeTokenUnpermuteGrad's chip; 0: the default */
+    uint64_t seed;
+} golden_spec;
+
+/* Names as the command line takes them; parse returns false if unknown. */
+const char *golden_routing_name(golden_routing routing);
+bool golden_routing_parse(const char *name, golden_routing *routing);
+const char *golden_values_name(golden_values values);
+bool golden_values_parse(const char *name, golden_values *values);
+/* Comma-separated lists of all the names, for usage messages. */
+const char *golden_routing_names(void);
+const char *golden_values_names(void);
+
+/* A spec with the defaults of `moeperm golden`: op, dtype and sizes as
+ * given, routed over the default experts, normal values, seed 1. */
+golden_spec golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
+                                int64_t top_k, int64_t hidden_size);
+
+/* A name for a one-off case from its spec ("bf16-t4-k2-h16-routed-normal-s1"). */
+void golden_spec_default_name(golden_spec *spec);
+
+/*
+ * golden_spec_check() validates a spec before any work: sizes positive and
+ * bounded, num_rows within tokens_num*top_k, enough experts for top_k, the
+ * name a plain directory name, dtypes the operator takes.  Returns 0 or -1
+ * with a sentence in err.
+ */
+int golden_spec_check(const golden_spec *spec, char *err, size_t err_len);
+
+/*
+ * golden_generate() builds the case of spec in *c: inputs from the
+ * counter-based PRNG (docs/golden-format.md), and the outputs from
+ * libmoeperm through golden_run_reference().  command, when not NULL, is
+ * recorded as the command that regenerates the case.  Returns 0 or -1 with
+ * a sentence in err (*c is then empty).
+ */
+int golden_generate(const golden_spec *spec, const char *command, golden_case *c, char *err,
+                    size_t err_len);
+
+/* A built-in suite: a named list of specs, each there for a reason. */
+typedef struct golden_suite {
+    const char *name;
+    const char *description;
+    bool in_default; /* written by `moeperm golden` without --suite */
+} golden_suite;
+
+/* The built-in suites, *count of them, in their fixed order. */
+const golden_suite *golden_suites(size_t *count);
+const golden_suite *golden_suite_find(const char *name);
+
+/*
+ * golden_suite_specs() lists the cases of a suite with the given base seed:
+ * *specs is a malloc'd array of *count specs (free()).  Returns 0 or -1
+ * when memory runs out.
+ */
+int golden_suite_specs(const golden_suite *suite, uint64_t seed, golden_spec **specs,
+                       size_t *count);
+
+/* The seed `moeperm golden` uses without --seed. */
+#define GOLDEN_DEFAULT_SEED 1
+
+/* ---------------------------------------------------------------------- */
+/* The judge                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* How many differing elements a report lists one by one. */
+#define GOLDEN_COMPARE_FIRST 8
+
+typedef struct golden_diff {
+    int64_t token, column;
+    uint32_t expected, actual; /* raw bits (16 or 32 of them) */
+} golden_diff;
+
+typedef struct golden_compare_result {
+    uint64_t elements;     /* compared */
+    uint64_t differing;    /* elements whose bits differ (NaN-aware unless strict) */
+    uint64_t nan_mismatch; /* of those, a NaN against a number */
+    uint64_t max_ulp;      /* largest ULP distance among differing elements (see below) */
+    golden_diff first[GOLDEN_COMPARE_FIRST];
+    size_t first_count;
+    char *where; /* malloc'd summary of token and column ranges, NULL if none */
+} golden_compare_result;
+
+/*
+ * golden_ulp_distance() is the distance between two values of dtype on the
+ * ordered integer line of the format: bits with sign s and magnitude m map
+ * to m when s = 0 and to -m - 1 when s = 1, so +0 and -0 are 1 apart, the
+ * largest finite value and infinity are 1 apart, and adjacent values are
+ * always 1 apart.  NaNs sit beyond infinity on this line.
+ */
+uint64_t golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b);
+
+/*
+ * golden_compare() compares tokens*hidden elements of dtype (expected is
+ * the golden output; tokens and hidden are its rows and columns: a tensor
+ * of more dimensions is compared as [shape[0], the product of the rest],
+ * one of a single dimension as [shape[0], 1]).  Two NaNs are equal whatever their bits unless
+ * strict_nan.  Returns 0 and fills *r, or -1 when memory runs out.  Free
+ * with golden_compare_free().
+ */
+int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
+                   const void *actual, bool strict_nan, golden_compare_result *r);
+void golden_compare_free(golden_compare_result *r);
+
+/* The value of raw bits of dtype as a float (for messages). */
+float golden_bits_value(moeperm_dtype dtype, uint32_t bits);
+
+/* golden_compare_report() prints the mismatch report (nothing when equal),
+ * each line starting with indent. */
+void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_result *r,
+                           const char *indent);
+
+/* A one-line summary ("3 of 4096 elements differ, max 1 ulp, ..."),
+ * malloc'd, for JUnit failure messages. */
+char *golden_compare_summary(moeperm_dtype dtype, const golden_compare_result *r);
+
+/* ---------------------------------------------------------------------- */
+/* JUnit XML                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef enum golden_outcome {
+    GOLDEN_PASS,
+    GOLDEN_MISMATCH, /* a <failure>: bits differ */
+    GOLDEN_ERROR     /* an <error>: bad case or backend failure */
+} golden_outcome;
+
+typedef struct golden_junit golden_junit;
+
+/* A collector of one testcase per golden case; NULL when memory runs out. */
+golden_junit *golden_junit_new(const char *suite_name);
+/* Adds a testcase: name is the case directory, message the summary line,
+ * details the full report (may be NULL).  Returns 0 or -1 (no memory). */
+int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_outcome outcome,
+                     const char *message, const char *details);
+/* Writes the XML to path atomically.  Returns 0 or -1 with a sentence in
+ * err. */
+int golden_junit_write(const golden_junit *j, const char *path, char *err, size_t err_len);
+void golden_junit_free(golden_junit *j);
+
+/* Writes s into f with XML escaping, for attributes and text alike.  The
+ * output is always well-formed UTF-8 of XML 1.0 characters: valid UTF-8 in
+ * s passes through, while each byte of an invalid sequence and each
+ * character XML 1.0 cannot carry (control characters other than tab, line
+ * feed and carriage return, which become character references; DEL; U+FFFE,
+ * U+FFFF) is written as a visible "\xHH" escape of its bytes. */
+void golden_xml_escape(FILE *f, const char *s);
+
+/* ---------------------------------------------------------------------- */
+/* Names                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* The manifest name of a dtype: "float32", "float16", "bf16", "int8",
+ * "int32", "int64", "float64". */
+const char *golden_dtype_name(moeperm_dtype dtype);
+
+/* Parses a dtype as a user types it: "float32" or "fp32", "float16" or
+ * "fp16", "bf16" or "bfloat16", "int8", "int32", "int64", "float64".
+ * Returns false when name is none of them. */
+bool golden_dtype_parse(const char *name, moeperm_dtype *dtype);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

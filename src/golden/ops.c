@@ -1,0 +1,346 @@
+/*
+ * ops.c - what the golden layer knows about each operator: its tensors in
+ * argument order (the one list of a case's file names) and the one call of
+ * libmoeperm's public two-phase API that computes its outputs.  Everything
+ * else (reading, writing, comparing) is written once, over these tables.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden/internal.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const golden_slot permute_grad_slots[] = {
+    {"permuted_output_grad", GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
+    {"input_grad", GOLDEN_ROLE_OUTPUT, false},
+};
+
+static const golden_slot permute_slots[] = {
+    {"tokens", GOLDEN_ROLE_INPUT, false},
+    {"indices", GOLDEN_ROLE_INPUT, false},
+    {"permuted_tokens", GOLDEN_ROLE_OUTPUT, false},
+    {"sorted_indices", GOLDEN_ROLE_OUTPUT, false},
+};
+
+static const golden_slot unpermute_slots[] = {
+    {"permuted_tokens", GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
+    {"probs", GOLDEN_ROLE_INPUT, true},
+    {"unpermuted_tokens", GOLDEN_ROLE_OUTPUT, false},
+};
+
+static const golden_slot unpermute_grad_slots[] = {
+    {"permuted_tokens", GOLDEN_ROLE_INPUT, false},
+    {"unpermuted_tokens_grad", GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
+    {"probs", GOLDEN_ROLE_INPUT, true},
+    {"permuted_tokens_grad", GOLDEN_ROLE_OUTPUT, false},
+    {"probs_grad", GOLDEN_ROLE_OUTPUT, true},
+    {"probs_grad_exact", GOLDEN_ROLE_EXACT, true},
+};
+
+const golden_slot *golden_op_slots(moeperm_op op, size_t *count)
+{
+    switch (op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        *count = COUNT(permute_grad_slots);
+        return permute_grad_slots;
+    case MOEPERM_OP_PERMUTE:
+        *count = COUNT(permute_slots);
+        return permute_slots;
+    case MOEPERM_OP_UNPERMUTE:
+        *count = COUNT(unpermute_slots);
+        return unpermute_slots;
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        *count = COUNT(unpermute_grad_slots);
+        return unpermute_grad_slots;
+    }
+    *count = 0;
+    return NULL;
+}
+
+const char *golden_role_name(golden_role role)
+{
+    switch (role) {
+    case GOLDEN_ROLE_INPUT:
+        return "input";
+    case GOLDEN_ROLE_OUTPUT:
+        return "output";
+    case GOLDEN_ROLE_EXACT:
+        return "exact";
+    }
+    return "unknown";
+}
+
+bool golden_case_file_name(const char *name)
+{
+    if (strcmp(name, "case.json") == 0)
+        return true;
+    const char *dot = strrchr(name, '.');
+    if (!dot || (strcmp(dot, ".bin") != 0 && strcmp(dot, ".npy") != 0))
+        return false;
+    size_t stem = (size_t)(dot - name);
+    static const moeperm_op ops[] = {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_OP_PERMUTE,
+                                     MOEPERM_OP_UNPERMUTE, MOEPERM_OP_UNPERMUTE_GRAD};
+    for (size_t o = 0; o < COUNT(ops); o++) {
+        size_t n;
+        const golden_slot *slots = golden_op_slots(ops[o], &n);
+        for (size_t i = 0; i < n; i++)
+            if (strlen(slots[i].name) == stem && strncmp(name, slots[i].name, stem) == 0)
+                return true;
+    }
+    return false;
+}
+
+size_t golden_case_file_list(const char *const **names)
+{
+    /* Every operator's tensor names, .bin and .npy, then case.json: far
+     * fewer than the room here.  Built once, by the writer before it
+     * installs its signal handlers. */
+    static char storage[64][48];
+    static const char *list[64];
+    static size_t count;
+    if (count == 0) {
+        static const moeperm_op ops[] = {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_OP_PERMUTE,
+                                         MOEPERM_OP_UNPERMUTE, MOEPERM_OP_UNPERMUTE_GRAD};
+        size_t n = 0;
+        for (size_t o = 0; o < COUNT(ops); o++) {
+            size_t slots;
+            const golden_slot *slot = golden_op_slots(ops[o], &slots);
+            for (size_t i = 0; i < slots; i++)
+                for (int npy = 0; npy < 2; npy++) {
+                    char name[48];
+                    snprintf(name, sizeof name, "%s.%s", slot[i].name, npy ? "npy" : "bin");
+                    bool seen = false;
+                    for (size_t j = 0; j < n && !seen; j++)
+                        seen = strcmp(storage[j], name) == 0;
+                    if (!seen && n + 1 < COUNT(storage))
+                        memcpy(storage[n++], name, sizeof name);
+                }
+        }
+        memcpy(storage[n++], "case.json", sizeof "case.json");
+        for (size_t i = 0; i < n; i++)
+            list[i] = storage[i];
+        count = n;
+    }
+    *names = list;
+    return count;
+}
+
+golden_tensor *golden_case_tensor(golden_case *c, const char *name)
+{
+    for (size_t i = 0; i < c->tensor_count; i++)
+        if (strcmp(c->tensors[i].name, name) == 0)
+            return &c->tensors[i];
+    return NULL;
+}
+
+const golden_tensor *golden_case_tensor_const(const golden_case *c, const char *name)
+{
+    return golden_case_tensor((golden_case *)c, name);
+}
+
+uint64_t golden_tensor_elements(const golden_tensor *t)
+{
+    uint64_t n = 1;
+    for (uint64_t i = 0; i < t->ndim; i++)
+        n *= (uint64_t)t->shape[i];
+    return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The reference: one call of the public API per operator                 */
+/* ---------------------------------------------------------------------- */
+
+/* The library's views of a case's tensors, in the case's order, with the
+ * outputs pointing at the caller's buffers. */
+typedef struct views {
+    moeperm_tensor *t[GOLDEN_MAX_TENSORS];
+    size_t count;
+} views;
+
+static void views_free(views *v)
+{
+    for (size_t i = 0; i < v->count; i++)
+        moeperm_tensor_destroy(v->t[i]);
+}
+
+static int views_make(const golden_case *c, void *const *outputs, views *v, char *err,
+                      size_t err_len)
+{
+    size_t out = 0;
+    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const golden_tensor *t = &c->tensors[i];
+        void *data = t->data;
+        if (t->role == GOLDEN_ROLE_OUTPUT)
+            data = outputs ? outputs[out++] : NULL;
+        v->t[i] = moeperm_tensor_create(t->shape, t->ndim, t->dtype, NULL, 0, data);
+        v->count = i + 1;
+        if (!v->t[i]) {
+            snprintf(err, err_len, "cannot describe %s: %s", t->name, moeperm_last_error());
+            views_free(v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The view of the tensor called name, or NULL when the case lacks it (an
+ * optional one). */
+static moeperm_tensor *view(const golden_case *c, const views *v, const char *name)
+{
+    for (size_t i = 0; i < c->tensor_count; i++)
+        if (strcmp(c->tensors[i].name, name) == 0)
+            return v->t[i];
+    return NULL;
+}
+
+/* The first phase of c's operator over v. */
+static moeperm_status plan(const golden_case *c, const views *v, uint64_t *workspace,
+                           moeperm_executor **executor)
+{
+    const golden_attrs *a = &c->attrs;
+    const int64_t *restore = a->restore_shape_len ? a->restore_shape : NULL;
+    switch (c->op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        return moeperm_token_permute_grad_get_workspace_size(
+            view(c, v, "permuted_output_grad"), view(c, v, "sorted_indices"), a->top_k,
+            a->padded_mode, view(c, v, "input_grad"), workspace, executor);
+    case MOEPERM_OP_PERMUTE:
+        return moeperm_token_permute_get_workspace_size(
+            view(c, v, "tokens"), view(c, v, "indices"), a->num_out_tokens, a->padded_mode,
+            view(c, v, "permuted_tokens"), view(c, v, "sorted_indices"), workspace, executor);
+    case MOEPERM_OP_UNPERMUTE:
+        return moeperm_token_unpermute_get_workspace_size(
+            view(c, v, "permuted_tokens"), view(c, v, "sorted_indices"), view(c, v, "probs"),
+            a->padded_mode, restore, a->restore_shape_len, view(c, v, "unpermuted_tokens"),
+            workspace, executor);
+    case MOEPERM_OP_UNPERMUTE_GRAD: {
+        moeperm_status st = moeperm_token_unpermute_grad_get_workspace_size(
+            view(c, v, "permuted_tokens"), view(c, v, "unpermuted_tokens_grad"),
+            view(c, v, "sorted_indices"), view(c, v, "probs"), a->padded_mode, restore,
+            a->restore_shape_len, view(c, v, "permuted_tokens_grad"), view(c, v, "probs_grad"),
+            workspace, executor);
+        if (st == MOEPERM_SUCCESS && (a->ub_bytes || a->vector_cores)) {
+            moeperm_chip chip = golden_chip_of(a);
+            st = moeperm_executor_set_chip(*executor, &chip);
+            if (st != MOEPERM_SUCCESS) {
+                moeperm_executor_destroy(*executor);
+                *executor = NULL;
+            }
+        }
+        return st;
+    }
+    }
+    return MOEPERM_ERR_PARAM_INVALID; /* reference() checked the operator */
+}
+
+static moeperm_status execute(const golden_case *c, void *workspace, uint64_t size,
+                              moeperm_executor *executor)
+{
+    switch (c->op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        return moeperm_token_permute_grad(workspace, size, executor, NULL);
+    case MOEPERM_OP_PERMUTE:
+        return moeperm_token_permute(workspace, size, executor, NULL);
+    case MOEPERM_OP_UNPERMUTE:
+        return moeperm_token_unpermute(workspace, size, executor, NULL);
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        return moeperm_token_unpermute_grad(workspace, size, executor, NULL);
+    }
+    moeperm_executor_destroy(executor);
+    return MOEPERM_ERR_PARAM_INVALID;
+}
+
+/* The exact values of c's GOLDEN_ROLE_EXACT tensors, in their order. */
+static moeperm_status exact_values(const golden_case *c, void *const *exact)
+{
+    const golden_tensor *probs = golden_case_tensor_const(c, "probs");
+    const golden_tensor *want = golden_case_tensor_const(c, "probs_grad_exact");
+    if (c->op != MOEPERM_OP_UNPERMUTE_GRAD || !probs || !want)
+        return MOEPERM_SUCCESS;
+    views v;
+    char err[256];
+    if (views_make(c, NULL, &v, err, sizeof err) != 0)
+        return MOEPERM_ERR_INNER;
+    moeperm_status st = moeperm_token_unpermute_grad_exact_probs_grad(
+        view(c, &v, "permuted_tokens"), view(c, &v, "unpermuted_tokens_grad"),
+        view(c, &v, "sorted_indices"), view(c, &v, "probs"), (double *)exact[0],
+        golden_tensor_elements(want));
+    views_free(&v);
+    return st;
+}
+
+static moeperm_status reference(const golden_case *c, void *const *outputs, void *const *exact,
+                                bool run, char *err, size_t err_len)
+{
+    if (!moeperm_op_name(c->op)) {
+        snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
+        return MOEPERM_ERR_PARAM_INVALID;
+    }
+    views v;
+    if (views_make(c, outputs, &v, err, err_len) != 0)
+        return MOEPERM_ERR_INNER;
+    uint64_t workspace_size = 0;
+    moeperm_executor *executor = NULL;
+    void *workspace = NULL;
+    moeperm_status st = plan(c, &v, &workspace_size, &executor);
+    if (st == MOEPERM_SUCCESS && !run) {
+        moeperm_executor_destroy(executor);
+    } else if (st == MOEPERM_SUCCESS) {
+        if (workspace_size > 0 && !(workspace = malloc((size_t)workspace_size))) {
+            moeperm_executor_destroy(executor);
+            views_free(&v);
+            snprintf(err, err_len, "out of memory for a %" PRIu64 "-byte workspace",
+                     workspace_size);
+            return MOEPERM_ERR_INNER;
+        }
+        st = execute(c, workspace, workspace_size, executor);
+        free(workspace);
+        if (st == MOEPERM_SUCCESS && exact)
+            st = exact_values(c, exact);
+    }
+    if (st != MOEPERM_SUCCESS)
+        snprintf(err, err_len, "%s", moeperm_last_error());
+    views_free(&v);
+    return st;
+}
+
+moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
+                                    void *const *exact, char *err, size_t err_len)
+{
+    return reference(c, outputs, exact, true, err, err_len);
+}
+
+moeperm_status golden_check_reference(const golden_case *c, char *err, size_t err_len)
+{
+    /* The first phase checks the output views too (shape, overlap), so
+     * they get buffers of their own; the plan is dropped unrun, so their
+     * pages are never touched and cost no memory. */
+    void *scratch[GOLDEN_MAX_TENSORS] = {0};
+    size_t n = 0;
+    moeperm_status st = MOEPERM_SUCCESS;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const golden_tensor *t = &c->tensors[i];
+        if (t->role != GOLDEN_ROLE_OUTPUT)
+            continue;
+        size_t bytes = t->bytes ? t->bytes : 1;
+        scratch[n] = malloc(bytes);
+        if (!scratch[n]) {
+            snprintf(err, err_len, "out of memory checking %s", t->name);
+            st = MOEPERM_ERR_INNER;
+            break;
+        }
+        n++;
+    }
+    if (st == MOEPERM_SUCCESS)
+        st = reference(c, scratch, NULL, false, err, err_len);
+    for (size_t i = 0; i < n; i++)
+        free(scratch[i]);
+    return st;
+}

@@ -1,0 +1,185 @@
+/*
+ * judge.c - a case's outputs in and out of the tool: buffers for a
+ * backend to fill, the paths of output files, and the verdict.  The bits
+ * are judged by libmoeperm-golden; this file only loops over outputs.
+ */
+#include "judge.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int case_outputs_alloc(const golden_case *c, case_outputs *o, char *err, size_t err_len)
+{
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const golden_tensor *t = &c->tensors[i];
+        if (t->role != GOLDEN_ROLE_OUTPUT)
+            continue;
+        size_t bytes = (size_t)golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
+        o->like[o->count] = t;
+        o->data[o->count] = calloc(1, bytes ? bytes : 1);
+        if (!o->data[o->count]) {
+            snprintf(err, err_len, "out of memory for %zu bytes of %s", bytes, t->name);
+            case_outputs_free(o);
+            return -1;
+        }
+        o->count++;
+    }
+    return 0;
+}
+
+size_t case_output_count(const golden_case *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->tensor_count; i++)
+        n += c->tensors[i].role == GOLDEN_ROLE_OUTPUT;
+    return n;
+}
+
+void case_outputs_free(case_outputs *o)
+{
+    for (size_t i = 0; i < o->count; i++)
+        free(o->data[i]);
+    memset(o, 0, sizeof *o);
+}
+
+static backend_tensor problem_tensor(const golden_tensor *t, void *data)
+{
+    backend_tensor b;
+    memset(&b, 0, sizeof b);
+    if (!t)
+        return b;
+    b.name = t->name;
+    b.dtype = t->dtype;
+    b.ndim = t->ndim;
+    memcpy(b.shape, t->shape, sizeof b.shape);
+    b.data = data;
+    b.bytes = (size_t)golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
+    b.present = true;
+    return b;
+}
+
+void case_problem(const golden_case *c, const case_outputs *o, backend_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->op = c->op;
+    p->top_k = c->attrs.top_k;
+    p->num_out_tokens = c->attrs.num_out_tokens;
+    p->padded_mode = c->attrs.padded_mode;
+    p->restore_shape = c->attrs.restore_shape_len ? c->attrs.restore_shape : NULL;
+    p->restore_shape_len = c->attrs.restore_shape_len;
+    p->chip = (moeperm_chip){MOEPERM_CHIP_A2_UB_BYTES, MOEPERM_CHIP_A2_VECTOR_CORES};
+    if (c->attrs.ub_bytes)
+        p->chip.ub_bytes = c->attrs.ub_bytes;
+    if (c->attrs.vector_cores)
+        p->chip.vector_cores = c->attrs.vector_cores;
+    /* Every slot of the operator, in its argument order, absent optional
+     * ones included, so a backend finds probs where the operator has it. */
+    size_t count, out = 0;
+    const golden_slot *slots = golden_op_slots(c->op, &count);
+    for (size_t i = 0; i < count; i++) {
+        const golden_tensor *t = golden_case_tensor_const(c, slots[i].name);
+        if (slots[i].role == GOLDEN_ROLE_INPUT) {
+            p->inputs[p->input_count++] = problem_tensor(t, t ? t->data : NULL);
+        } else if (slots[i].role == GOLDEN_ROLE_OUTPUT) {
+            void *data = NULL;
+            for (size_t j = 0; t && j < o->count; j++)
+                if (o->like[j] == t)
+                    data = o->data[j];
+            p->outputs[out++] = problem_tensor(t, data);
+        }
+    }
+    p->output_count = out;
+}
+
+char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, const char *path,
+                       bool dir)
+{
+    (void)c;
+    if (!dir)
+        return strdup(path);
+    size_t n = strlen(path);
+    const char *sep = n > 0 && path[n - 1] == '/' ? "" : "/";
+    size_t len = n + strlen(o->like[i]->name) + 8;
+    char *bin = malloc(len), *npy = malloc(len);
+    if (!bin || !npy) {
+        free(bin);
+        free(npy);
+        return NULL;
+    }
+    snprintf(bin, len, "%s%s%s.bin", path, sep, o->like[i]->name);
+    snprintf(npy, len, "%s%s%s.npy", path, sep, o->like[i]->name);
+    bool use_npy = access(bin, F_OK) != 0 && access(npy, F_OK) == 0;
+    free(use_npy ? bin : npy);
+    return use_npy ? npy : bin;
+}
+
+int judge(const golden_case *c, const case_outputs *actual, const judge_options *options,
+          verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < actual->count; i++) {
+        const golden_tensor *t = actual->like[i];
+        int64_t rows = t->ndim ? t->shape[0] : 1;
+        int64_t cols = 1;
+        for (uint64_t d = 1; d < t->ndim; d++)
+            cols *= t->shape[d];
+        v->expected[i] = t;
+        if (golden_compare(t->dtype, rows, cols, t->data, actual->data[i], options->strict_nan,
+                           &v->result[i]) != 0) {
+            verdict_free(v);
+            return -1;
+        }
+        v->count = i + 1;
+        v->differing += v->result[i].differing;
+    }
+    (void)c;
+    return 0;
+}
+
+void verdict_free(verdict *v)
+{
+    for (size_t i = 0; i < v->count; i++)
+        golden_compare_free(&v->result[i]);
+    memset(v, 0, sizeof *v);
+}
+
+void verdict_report(FILE *f, const verdict *v, const char *indent)
+{
+    for (size_t i = 0; i < v->count; i++) {
+        if (v->result[i].differing == 0)
+            continue;
+        if (v->count > 1)
+            fprintf(f, "%s%s:\n", indent, v->expected[i]->name);
+        char deeper[64];
+        snprintf(deeper, sizeof deeper, "%s%s", indent, v->count > 1 ? "  " : "");
+        golden_compare_report(f, v->expected[i]->dtype, &v->result[i], deeper);
+    }
+}
+
+char *verdict_summary(const verdict *v)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f)
+        return NULL;
+    bool first = true;
+    for (size_t i = 0; i < v->count; i++) {
+        if (v->result[i].differing == 0)
+            continue;
+        char *line = golden_compare_summary(v->expected[i]->dtype, &v->result[i]);
+        fprintf(f, "%s%s%s%s", first ? "" : "; ", v->count > 1 ? v->expected[i]->name : "",
+                v->count > 1 ? ": " : "", line ? line : "elements differ");
+        free(line);
+        first = false;
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

@@ -1,0 +1,66 @@
+/*
+ * judge.h - what `run`, `compare` and `check` share: a case's outputs as a
+ * backend problem, and the verdict on outputs however they were produced
+ * (a backend, or files a harness wrote).
+ */
+#ifndef MOEPERM_TOOLS_JUDGE_H
+#define MOEPERM_TOOLS_JUDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <moeperm/golden.h>
+
+#include "backend.h"
+
+/* Buffers for c's outputs (role output), zeroed, one per output in c's
+ * order: what the operator leaves untouched stays 0, as in golden files. */
+typedef struct case_outputs {
+    void *data[GOLDEN_MAX_TENSORS];
+    const golden_tensor *like[GOLDEN_MAX_TENSORS]; /* the golden tensor each stands for */
+    size_t count;
+} case_outputs;
+
+/* Allocates them.  Returns 0, or -1 with a sentence in err. */
+int case_outputs_alloc(const golden_case *c, case_outputs *o, char *err, size_t err_len);
+
+/* The number of outputs of c: more than one go into a directory. */
+size_t case_output_count(const golden_case *c);
+void case_outputs_free(case_outputs *o);
+
+/* The backend problem of c (its inputs loaded) writing into o. */
+void case_problem(const golden_case *c, const case_outputs *o, backend_problem *p);
+
+/* Where output i of c goes or comes from, given the path the user named
+ * (--out, compare's PATH, an --outputs directory): the path itself unless
+ * dir, else path/<output name>.bin (or .npy when that exists and the .bin
+ * does not).  malloc'd. */
+char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, const char *path,
+                       bool dir);
+
+typedef struct judge_options {
+    bool strict_nan;
+} judge_options;
+
+/* The verdict on one case's outputs. */
+typedef struct verdict {
+    size_t count;
+    const golden_tensor *expected[GOLDEN_MAX_TENSORS];
+    golden_compare_result result[GOLDEN_MAX_TENSORS];
+    uint64_t differing; /* over all outputs */
+} verdict;
+
+/* Compares every output of c (loaded) with actual[i].  Returns 0, or -1
+ * when memory runs out. */
+int judge(const golden_case *c, const case_outputs *actual, const judge_options *options,
+          verdict *v);
+void verdict_free(verdict *v);
+
+/* The mismatch report, each line starting with indent (nothing when the
+ * outputs are the same); output names are given when c has several. */
+void verdict_report(FILE *f, const verdict *v, const char *indent);
+/* One line for a differing case (malloc'd). */
+char *verdict_summary(const verdict *v);
+
+#endif
