@@ -7,6 +7,7 @@
 #ifndef MOEPERM_INTERNAL_H
 #define MOEPERM_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,26 @@ struct moeperm_executor {
     struct moeperm_tensor indices; /* sorted_indices [T*K] */
     struct moeperm_tensor out;     /* input_grad [T, H] */
     int64_t top_k;
+
+    /* MoeTokenPermute (permute.c) */
+    struct {
+        struct moeperm_tensor tokens;         /* tokens [N, H] */
+        struct moeperm_tensor indices;        /* expert ids [N, K] or [N] */
+        struct moeperm_tensor permute_tokens; /* permute_tokens_out [num_out_tokens, H] */
+        struct moeperm_tensor sorted_indices; /* sorted_indices_out [N*K] */
+        int64_t top_k;
+        int64_t num_out_tokens; /* after the <= 0 rule and the clamp */
+    } permute;
+
+    /* MoeTokenUnpermute (unpermute.c) */
+    struct {
+        struct moeperm_tensor permuted_tokens; /* [R, H] */
+        struct moeperm_tensor sorted_indices;  /* [N*K] */
+        struct moeperm_tensor probs;           /* [N, K]; unread when !has_probs */
+        struct moeperm_tensor out;             /* unpermuted_tokens [N, H] */
+        int64_t top_k;                         /* 1 without probs */
+        bool has_probs;
+    } unpermute;
 };
 
 /* Records a sentence for moeperm_last_error() and returns status, so that a
@@ -54,5 +75,51 @@ moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor
  * [0, R) is skipped, so even indices that changed after validation cannot
  * make it read out of bounds. */
 void moeperm_kernel_run(const struct moeperm_executor *plan, int threads);
+
+/* ---- shared by the operator family -------------------------------------- */
+
+/* The number of threads an operator run moving `bytes` bytes uses: the
+ * request (0 = the OpenMP default), cut down so that every thread gets
+ * enough bytes to pay for waking it (permute_grad.c; the policy of
+ * moeperm_kernel_threads()). */
+int moeperm_threads_for_bytes(int threads, double bytes);
+
+/* The stable-sort rank of each of n int32 keys: ranks[i] is the position
+ * key i takes in an ascending sort where equal keys keep their order.  Any
+ * keys; ranks is a permutation of [0, n).  Writes ranks only on success;
+ * MOEPERM_ERR_INNER when memory runs out (route.c). */
+moeperm_status moeperm_route_ranks(const int32_t *keys, size_t n, int32_t *ranks);
+
+/* Checks of validate.c that every operator's first phase uses.  Each returns
+ * MOEPERM_SUCCESS or the failing status with moeperm_last_error() set; `what`
+ * names the argument in the sentence. */
+
+/* Elements a view addresses (0 when a dim is 0). */
+int64_t moeperm_view_elements(const moeperm_tensor *t);
+/* dtype is FLOAT, FLOAT16 or BF16. */
+moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what);
+/* t has ndim dims; `layout` describes them for the sentence, e.g. "[rows, hidden_size]". */
+moeperm_status moeperm_check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
+                                  const char *layout);
+/* A view with elements has data, and the bytes it spans fit in memory. */
+moeperm_status moeperm_check_view(const moeperm_tensor *t, const char *what);
+/* No two elements of the 1-D or 2-D output view share memory. */
+moeperm_status moeperm_check_no_self_overlap(const moeperm_tensor *out, const char *what);
+/* The memory of output `out` and of view `other` do not overlap (views
+ * already passed moeperm_check_view()). */
+moeperm_status moeperm_check_disjoint(const moeperm_tensor *out, const char *out_name,
+                                      const moeperm_tensor *other, const char *other_name);
+/* The 1-D INT32 view sorted_indices holds a permutation of [0, n): the
+ * sentence names the first entry out of range, or a repeat and the earlier
+ * position of its value. */
+moeperm_status moeperm_check_sorted_indices(const moeperm_tensor *sorted_indices);
+
+/* The second phases' work over a validated plan, with `threads` as for
+ * moeperm_kernel_run() (tests and the benchmark call these directly).
+ * Whatever the index memory holds by then, neither reads nor writes out of
+ * bounds.  moeperm_permute_run() fails only for memory (MOEPERM_ERR_INNER),
+ * before writing anything. */
+moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int threads);
+void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads);
 
 #endif

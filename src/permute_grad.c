@@ -26,54 +26,10 @@
 #include <omp.h>
 #endif
 
-#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
-#include <xmmintrin.h>
-#define MOEPERM_HAVE_MXCSR 1
-#else
-#include <fenv.h>
-#endif
-
 #include "fp.h"
+#include "fp_env.h"
 #include "internal.h"
 #include "kernel.h"
-
-/*
- * The additions of spec 2 are IEEE binary32 additions rounded to nearest
- * with subnormals kept, whatever the caller's floating-point environment: a
- * framework may round upward, flush subnormals (MXCSR FTZ/DAZ) or unmask
- * exceptions on its thread, and OpenMP workers keep the environment of the
- * thread that created them.  Every thread that runs tasks therefore sets the
- * default environment (all exceptions masked, round to nearest, no
- * flushing) for the duration, then restores the caller's, adding the
- * exception flags the run raised.  That is MXCSR on x86; elsewhere only the
- * rounding mode, which is all C11's <fenv.h> can reset portably (an AArch64
- * caller's FPCR.FZ stays in effect: docs/arithmetic.md).
- */
-#ifdef MOEPERM_HAVE_MXCSR
-typedef unsigned int fp_env;
-static inline fp_env fp_env_enter(void)
-{
-    fp_env saved = _mm_getcsr();
-    _mm_setcsr(0x1f80u | (saved & 0x3fu));
-    return saved;
-}
-static inline void fp_env_leave(fp_env saved)
-{
-    _mm_setcsr(saved | (_mm_getcsr() & 0x3fu));
-}
-#else
-typedef int fp_env;
-static inline fp_env fp_env_enter(void)
-{
-    fp_env saved = fegetround();
-    fesetround(FE_TONEAREST);
-    return saved;
-}
-static inline void fp_env_leave(fp_env saved)
-{
-    fesetround(saved);
-}
-#endif
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
@@ -178,7 +134,7 @@ DEFINE_TASK(bf16, uint16_t)
 /* Column block of the fast path when there are too few tokens to share. */
 #define FAST_COLUMN_BLOCK 1024
 
-int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
+int moeperm_threads_for_bytes(int threads, double bytes)
 {
     int team = threads;
 #ifdef _OPENMP
@@ -187,14 +143,19 @@ int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
 #endif
     if (team <= 1)
         return 1;
-    /* in double: tokens * top_k * hidden may pass 2^63 when most slots are
-     * dropped */
-    double bytes = (double)plan->out.dims[0] * (double)(plan->top_k + 1) *
-                   (double)plan->out.dims[1] * (double)moeperm_dtype_size(plan->grad.dtype);
     double useful = bytes / (double)BYTES_PER_THREAD;
     if (useful < team)
         team = useful < 1 ? 1 : (int)useful;
     return team;
+}
+
+int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
+{
+    /* in double: tokens * top_k * hidden may pass 2^63 when most slots are
+     * dropped */
+    double bytes = (double)plan->out.dims[0] * (double)(plan->top_k + 1) *
+                   (double)plan->out.dims[1] * (double)moeperm_dtype_size(plan->grad.dtype);
+    return moeperm_threads_for_bytes(threads, bytes);
 }
 
 static void run_portable(const struct moeperm_executor *plan, int team)

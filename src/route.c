@@ -3,11 +3,14 @@
  *
  * MoeTokenPermute groups the token copies by expert with a stable sort of
  * the flattened expert ids; sorted_indices is the inverse of that argsort
- * (spec §1).  A counting sort produces the inverse directly: walking the
- * entries in order and handing each the next free row of its expert is
- * exactly "the position of entry i in the stable sort".  Its counters
- * cover only the ids that occur; ids spread far wider than their count are
- * sorted instead.
+ * (docs/operators.md).  A counting sort produces the inverse directly:
+ * walking the entries in order and handing each the next free row of its
+ * expert is exactly "the position of entry i in the stable sort".  Its
+ * counters cover only the ids that occur; ids spread far wider than their
+ * count are sorted instead.  This is the project's one sort: the public
+ * routing function and the operator (permute.c, which maps its int32 or
+ * int64 ids and their sentinels to int32 keys) both call
+ * moeperm_route_ranks().
  */
 #include <stdlib.h>
 
@@ -27,20 +30,53 @@ static int compare_entries(const void *a, const void *b)
     return (x->entry > y->entry) - (x->entry < y->entry);
 }
 
-/* The stable argsort itself, inverted, for ids spread much wider than
+/* The stable argsort itself, inverted, for keys spread much wider than
  * their count. */
-static moeperm_status route_by_sorting(const int32_t *expert_ids, size_t n,
-                                       int32_t *sorted_indices)
+static moeperm_status route_by_sorting(const int32_t *keys, size_t n, int32_t *ranks)
 {
     routed_entry *entries = malloc(n * sizeof *entries);
     if (!entries)
         return moeperm_fail(MOEPERM_ERR_INNER, "out of memory sorting %zu expert ids", n);
     for (size_t i = 0; i < n; i++)
-        entries[i] = (routed_entry){expert_ids[i], (int32_t)i};
+        entries[i] = (routed_entry){keys[i], (int32_t)i};
     qsort(entries, n, sizeof *entries, compare_entries);
     for (size_t row = 0; row < n; row++)
-        sorted_indices[entries[row].entry] = (int32_t)row;
+        ranks[entries[row].entry] = (int32_t)row;
     free(entries);
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_route_ranks(const int32_t *keys, size_t n, int32_t *ranks)
+{
+    if (n == 0)
+        return MOEPERM_SUCCESS;
+
+    /* Counters for the span of keys that occur, not for every possible key:
+     * a caller may name 2^31 experts for a handful of entries.  When even
+     * the span is much wider than the entries, sort the entries instead. */
+    int32_t lowest = keys[0], highest = keys[0];
+    for (size_t i = 1; i < n; i++) {
+        lowest = keys[i] < lowest ? keys[i] : lowest;
+        highest = keys[i] > highest ? keys[i] : highest;
+    }
+    size_t span = (size_t)((int64_t)highest - lowest + 1);
+    if (span > 2 * n + 64)
+        return route_by_sorting(keys, n, ranks);
+
+    int64_t *next_row = calloc(span, sizeof *next_row);
+    if (!next_row)
+        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory for %zu expert counters", span);
+    for (size_t i = 0; i < n; i++)
+        next_row[keys[i] - lowest]++;
+    int64_t start = 0; /* counts -> first row of each key */
+    for (size_t e = 0; e < span; e++) {
+        int64_t count = next_row[e];
+        next_row[e] = start;
+        start += count;
+    }
+    for (size_t i = 0; i < n; i++)
+        ranks[i] = (int32_t)next_row[keys[i] - lowest]++;
+    free(next_row);
     return MOEPERM_SUCCESS;
 }
 
@@ -64,35 +100,5 @@ moeperm_status moeperm_route_sorted_indices(const int32_t *expert_ids, size_t n,
             return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                                 "expert_ids[%zu] = %d is outside [0, %d]", i, expert_ids[i],
                                 num_experts - 1);
-
-    if (n == 0)
-        return MOEPERM_SUCCESS;
-
-    /* Counters for the span of ids that occur, not for every expert: a
-     * caller may name 2^31 experts for a handful of entries.  When even the
-     * span is much wider than the entries, sort the entries instead. */
-    int32_t lowest = expert_ids[0], highest = expert_ids[0];
-    for (size_t i = 1; i < n; i++) {
-        lowest = expert_ids[i] < lowest ? expert_ids[i] : lowest;
-        highest = expert_ids[i] > highest ? expert_ids[i] : highest;
-    }
-    size_t span = (size_t)((int64_t)highest - lowest + 1);
-    if (span > 2 * n + 64)
-        return route_by_sorting(expert_ids, n, sorted_indices);
-
-    int64_t *next_row = calloc(span, sizeof *next_row);
-    if (!next_row)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory for %zu expert counters", span);
-    for (size_t i = 0; i < n; i++)
-        next_row[expert_ids[i] - lowest]++;
-    int64_t start = 0; /* counts -> first row of each expert */
-    for (size_t e = 0; e < span; e++) {
-        int64_t count = next_row[e];
-        next_row[e] = start;
-        start += count;
-    }
-    for (size_t i = 0; i < n; i++)
-        sorted_indices[i] = (int32_t)next_row[expert_ids[i] - lowest]++;
-    free(next_row);
-    return MOEPERM_SUCCESS;
+    return moeperm_route_ranks(expert_ids, n, sorted_indices);
 }

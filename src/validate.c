@@ -268,3 +268,71 @@ moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor
 
     return check_indices(indices);
 }
+
+/* ---- the checks every operator of the family shares (internal.h) -------- */
+
+int64_t moeperm_view_elements(const moeperm_tensor *t)
+{
+    return element_count(t);
+}
+
+moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what)
+{
+    return check_float_dtype(t, what);
+}
+
+moeperm_status moeperm_check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
+                                  const char *layout)
+{
+    return check_ndim(t, what, ndim, layout);
+}
+
+moeperm_status moeperm_check_view(const moeperm_tensor *t, const char *what)
+{
+    moeperm_status status = check_data(t, what);
+    int64_t lo, hi;
+    if (status == MOEPERM_SUCCESS && element_count(t) > 0)
+        status = byte_span(t, what, &lo, &hi);
+    return status;
+}
+
+moeperm_status moeperm_check_no_self_overlap(const moeperm_tensor *out, const char *what)
+{
+    if (element_count(out) == 0)
+        return MOEPERM_SUCCESS;
+    if (out->ndim == 1) {
+        if (out->dims[0] > 1 && out->strides[0] == 0)
+            return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                                "%s stride 0 makes its %lld elements share memory", what,
+                                (long long)out->dims[0]);
+        return MOEPERM_SUCCESS;
+    }
+    if (overlaps_itself(out))
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "%s strides [%lld, %lld] make distinct elements share memory", what,
+                            (long long)out->strides[0], (long long)out->strides[1]);
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_check_disjoint(const moeperm_tensor *out, const char *out_name,
+                                      const moeperm_tensor *other, const char *other_name)
+{
+    int64_t out_lo, out_hi, other_lo, other_hi;
+    moeperm_status status;
+    if (element_count(out) == 0 || element_count(other) == 0)
+        return MOEPERM_SUCCESS;
+    if ((status = byte_span(out, out_name, &out_lo, &out_hi)) != MOEPERM_SUCCESS ||
+        (status = byte_span(other, other_name, &other_lo, &other_hi)) != MOEPERM_SUCCESS)
+        return status;
+    uintptr_t a = (uintptr_t)out->data, b = (uintptr_t)other->data;
+    if (a + (uintptr_t)out_lo < b + (uintptr_t)other_hi &&
+        b + (uintptr_t)other_lo < a + (uintptr_t)out_hi)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s overlaps %s in memory", out_name,
+                            other_name);
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_check_sorted_indices(const moeperm_tensor *sorted_indices)
+{
+    return check_indices(sorted_indices);
+}

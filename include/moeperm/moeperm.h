@@ -215,11 +215,155 @@ MOEPERM_API moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t 
                                                       moeperm_executor *executor, void *stream);
 
 /*
- * moeperm_executor_destroy() frees a plan that will not be run.  NULL is a
- * no-op.  Never call it on a plan that moeperm_token_permute_grad() has
- * taken: that call already freed it.
+ * moeperm_executor_destroy() frees a plan, of any operator, that will not
+ * be run.  NULL is a no-op.  Never call it on a plan that a second phase
+ * (moeperm_token_permute_grad() or another operator's) has taken: that call
+ * already freed it.
  */
 MOEPERM_API void moeperm_executor_destroy(moeperm_executor *executor);
+
+/* ---------------------------------------------------------------------- */
+/* The operator: MoeTokenPermute                                          */
+/* ---------------------------------------------------------------------- */
+
+/* Expert ids MoeTokenPermute sorts correctly: [0, MOEPERM_MAX_EXPERT_ID],
+ * plus the minimum and the maximum of the index dtype as sentinels.  N*top_k
+ * must stay below MOEPERM_MAX_EXPERT_ID + 1 too (both as on Atlas A2/A3,
+ * whose sort uses binary32 keys). */
+#define MOEPERM_MAX_EXPERT_ID 16777214
+
+/*
+ * moeperm_token_permute_get_workspace_size() validates the arguments of
+ * MoeTokenPermute (the forward dispatch) and plans it, like
+ * aclnnMoeTokenPermuteGetWorkspaceSize().  With N tokens, K = top_k and the
+ * flattened expert ids e[i] = indices[i / K, i % K]:
+ *
+ *   sorted_indices_out[i] = the position of entry i in a stable ascending
+ *                           sort of e (equal ids keep their order)
+ *   permute_tokens_out[sorted_indices_out[i]] = tokens[i / K]
+ *                           for every i with sorted_indices_out[i] < num_out
+ *
+ * where num_out is num_out_tokens + N*K when num_out_tokens <= 0 (0 keeps
+ * every copy, -d drops the last d), else num_out_tokens, then clamped to
+ * [0, N*K].  sorted_indices_out equals moeperm_route_sorted_indices() of the
+ * same ids.  The copy moves bits unchanged, NaN payloads included; no
+ * arithmetic is done (docs/operators.md).
+ *
+ * tokens: [N, H], FLOAT, FLOAT16, BF16 or INT8.
+ * indices: [N, K] or [N] (then K = 1), INT32 or INT64; K in
+ *       [1, MOEPERM_MAX_TOP_K] and N*K <= MOEPERM_MAX_EXPERT_ID.  Every id
+ *       lies in [0, MOEPERM_MAX_EXPERT_ID] or is exactly the minimum (sorts
+ *       first) or the maximum (sorts last) of the index dtype.
+ * num_out_tokens: any value, by the rule above.
+ * padded_mode: must be false.
+ * permute_tokens_out: [num_out, H], the dtype of tokens.
+ * sorted_indices_out: [N*K], INT32.  No two output elements may share
+ *       memory, and neither output may overlap an input or the other output.
+ * workspace_size: receives the workspace the run needs (0 on the CPU).
+ * executor: receives the plan, as for moeperm_token_permute_grad_get_
+ *       workspace_size(): it copies the descriptors, not the memory.
+ *
+ * Views may be strided (any non-negative strides).  Returns
+ * MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tensor or
+ * out-pointer or a NULL data pointer with elements, MOEPERM_ERR_PARAM_INVALID
+ * for anything the operator does not accept (every id is checked), or
+ * MOEPERM_ERR_INNER when memory runs out.  On failure *executor is set to
+ * NULL (when executor is not NULL), the outputs' memory is untouched and
+ * moeperm_last_error() names the offending value.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_permute_get_workspace_size(
+    const moeperm_tensor *tokens, const moeperm_tensor *indices, int64_t num_out_tokens,
+    bool padded_mode, moeperm_tensor *permute_tokens_out, moeperm_tensor *sorted_indices_out,
+    uint64_t *workspace_size, moeperm_executor **executor);
+
+/*
+ * moeperm_token_permute() runs a plan of
+ * moeperm_token_permute_get_workspace_size(), like aclnnMoeTokenPermute(),
+ * and frees the executor whether it succeeds or not.
+ *
+ * workspace, workspace_size: as planned (0 bytes on the CPU).
+ * stream: must be NULL on the CPU.
+ *
+ * Writes both outputs; rows of permute_tokens_out are each written once.
+ * The result does not depend on the number of threads.  Returns
+ * MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL executor,
+ * MOEPERM_ERR_PARAM_INVALID for a stream or an executor planned by another
+ * operator, or MOEPERM_ERR_INNER when memory for the sort runs out; on
+ * failure the outputs are untouched.  Thread safe for distinct executors.
+ */
+MOEPERM_API moeperm_status moeperm_token_permute(void *workspace, uint64_t workspace_size,
+                                                 moeperm_executor *executor, void *stream);
+
+/* ---------------------------------------------------------------------- */
+/* The operator: MoeTokenUnpermute                                        */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * moeperm_token_unpermute_get_workspace_size() validates the arguments of
+ * MoeTokenUnpermute (the forward combine) and plans it, like
+ * aclnnMoeTokenUnpermuteGetWorkspaceSize().  For every token n and column
+ * h, with s_k = sorted_indices[n*K + k], x_k = (float)permuted_tokens[s_k, h]
+ * and p_k = (float)probs[n, k]:
+ *
+ *   slot k is included  iff  s_k < R  and (with probs) p_k != 0
+ *   acc = included(0) ? x_0 * p_0 : +0.0f
+ *   acc = acc + x_k * p_k     for k = 1..K-1 in order, when included(k)
+ *   out[n, h] = narrow(acc)
+ *
+ * every product and every sum one IEEE binary32 operation rounded to
+ * nearest even (never fused), the narrowing one round-to-nearest-even step
+ * (docs/operators.md).  A +0 or -0 prob skips its row entirely, so an inf
+ * or NaN there never reaches the sum.  Without probs K = 1 and nothing is
+ * multiplied: the result has the bits of moeperm_token_permute_grad() with
+ * num_topk = 1.
+ *
+ * permuted_tokens: [R, H], FLOAT, FLOAT16 or BF16; R <= N*K.
+ * sorted_indices: [N*K], INT32, a permutation of 0..N*K-1 (rows >= R are
+ *       dropped slots).
+ * probs: [N, K], FLOAT, FLOAT16 or BF16 (independent of the tokens' dtype),
+ *       K in [1, MOEPERM_MAX_TOP_K]; or NULL for none (then K = 1).
+ * padded_mode: must be false.
+ * restore_shape, restore_shape_len: the vendor's optional restoreShape;
+ *       NULL and 0 for none.  It only means something in padded mode, which
+ *       is refused, so it is accepted and ignored (the Atlas A2/A3 host code
+ *       never reads it either).
+ * out: [N, H], the dtype of permuted_tokens; no two of its elements may
+ *       share memory, and it may not overlap an input.
+ * workspace_size, executor: as for moeperm_token_permute_get_workspace_size().
+ *
+ * Views may be strided.  Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR
+ * for a NULL required tensor or out-pointer, a NULL data pointer with
+ * elements or a NULL restore_shape with restore_shape_len > 0,
+ * MOEPERM_ERR_PARAM_INVALID for anything the operator does not accept (every
+ * index is checked for range and uniqueness), or MOEPERM_ERR_INNER when
+ * memory runs out.  On failure *executor is set to NULL (when executor is
+ * not NULL), the memory of out is untouched and moeperm_last_error() names
+ * the offending value.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute_get_workspace_size(
+    const moeperm_tensor *permuted_tokens, const moeperm_tensor *sorted_indices,
+    const moeperm_tensor *probs, bool padded_mode, const int64_t *restore_shape,
+    uint64_t restore_shape_len, moeperm_tensor *out, uint64_t *workspace_size,
+    moeperm_executor **executor);
+
+/*
+ * moeperm_token_unpermute() runs a plan of
+ * moeperm_token_unpermute_get_workspace_size(), like
+ * aclnnMoeTokenUnpermute(), and frees the executor whether it succeeds or
+ * not.
+ *
+ * workspace, workspace_size: as planned (0 bytes on the CPU).
+ * stream: must be NULL on the CPU.
+ *
+ * The result does not depend on the number of threads nor on the caller's
+ * floating-point environment (as for moeperm_token_permute_grad()).
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL executor,
+ * or MOEPERM_ERR_PARAM_INVALID for a stream or an executor planned by
+ * another operator; on failure out is untouched.  Thread safe for distinct
+ * executors.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
+                                                   moeperm_executor *executor, void *stream);
 
 /* ---------------------------------------------------------------------- */
 /* Routing: the forward's index math                                      */
