@@ -14,7 +14,7 @@
 #include "internal.h"
 
 /* Elements addressed by a view, or 0 when a dim is 0. */
-static int64_t element_count(const moeperm_tensor *t)
+int64_t element_count(const moeperm_tensor *t)
 {
     int64_t count = 1;
     for (uint64_t i = 0; i < t->ndim; i++) {
@@ -29,7 +29,7 @@ static int64_t element_count(const moeperm_tensor *t)
 
 /* The byte range [*lo, *hi) a non-empty view touches, relative to its data
  * pointer.  Fails when the range does not fit in 63 bits. */
-static moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo,
+moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo,
                                 int64_t *hi)
 {
     int64_t last = t->offset;
@@ -53,7 +53,7 @@ static moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64
     return MOEPERM_SUCCESS;
 }
 
-static moeperm_status check_data(const moeperm_tensor *t, const char *what)
+moeperm_status check_data(const moeperm_tensor *t, const char *what)
 {
     int64_t count = element_count(t);
     if (count > 0 && !t->data)
@@ -66,7 +66,7 @@ static moeperm_status check_data(const moeperm_tensor *t, const char *what)
 /* Whether two distinct elements of the 2-D view out share memory.  The test
  * is the usual sufficient one (the inner dim packs inside one step of the
  * outer dim); exotic interleavings that do not overlap are refused too. */
-static bool overlaps_itself(const moeperm_tensor *out)
+bool overlaps_itself(const moeperm_tensor *out)
 {
     int64_t d0 = out->dims[0], d1 = out->dims[1];
     int64_t s0 = out->strides[0], s1 = out->strides[1];
@@ -132,7 +132,7 @@ static bool valid_permutation(const int32_t *base, int64_t stride, int64_t n, ui
 /* Range and uniqueness with a bitmap of the values seen: the fast test
  * above, then, only when it fails, a walk in order that stops at the first
  * bad position to name it (and the earlier position of a repeated value). */
-static moeperm_status check_indices(const moeperm_tensor *indices)
+moeperm_status check_indices(const moeperm_tensor *indices)
 {
     int64_t n = indices->dims[0];
     if (n == 0)
@@ -176,7 +176,7 @@ static moeperm_status check_indices(const moeperm_tensor *indices)
     return status;
 }
 
-static moeperm_status check_float_dtype(const moeperm_tensor *t, const char *what)
+moeperm_status check_float_dtype(const moeperm_tensor *t, const char *what)
 {
     if (t->dtype == MOEPERM_FLOAT || t->dtype == MOEPERM_FLOAT16 || t->dtype == MOEPERM_BF16)
         return MOEPERM_SUCCESS;
@@ -185,7 +185,7 @@ static moeperm_status check_float_dtype(const moeperm_tensor *t, const char *wha
                         (int)t->dtype, moeperm_dtype_name(t->dtype));
 }
 
-static moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
+moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
                                  const char *layout)
 {
     if (t->ndim == ndim)

@@ -364,6 +364,211 @@ MOEPERM_API moeperm_status moeperm_token_unpermute_get_workspace_size(
  */
 MOEPERM_API moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
                                                    moeperm_executor *executor, void *stream);
+/* The operator: MoeTokenUnpermuteGrad                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * MoeTokenUnpermuteGrad is the backward of the combine (MoeTokenUnpermute).
+ * With N = tokens_num, K = top_k, H = hidden_size, R = num_out_tokens (the
+ * rows of permuted_tokens) and g = unpermuted_tokens_grad, for every slot
+ * i = n*K + k whose row s = sorted_indices[i] is below R:
+ *
+ *   permuted_tokens_grad[s, h] = narrow(g[n, h] * probs[n, k])   (with probs)
+ *   permuted_tokens_grad[s, h] = g[n, h], bits unchanged           (without)
+ *
+ * and, with probs, probs_grad[n, k] = narrow(S) where S is the dot product
+ * of row s of permuted_tokens (zeros when s >= R) with g[n], summed in the
+ * order the Ascend kernel sums it: the hidden dimension cut into chunks by
+ * the kernel's tiling, each chunk reduced by halving adds and pairwise
+ * block sums, the chunk sums added in order to +0.0, one round-to-nearest-
+ * even narrowing (docs/unpermute-grad.md has the whole model and a worked
+ * example).  The chunking depends on two parameters of the chip, the
+ * unified-buffer bytes and the number of vector cores: a plan uses the
+ * Atlas A2 values unless moeperm_executor_set_chip() says otherwise.  The
+ * order inside the AscendC reduction instructions is the documented one
+ * (pairwise over adjacent elements) and is a model until a device run
+ * confirms it; moeperm_token_unpermute_grad_exact_probs_grad() gives the
+ * exact value, to tell a device that sums in another order from a wrong
+ * one.
+ */
+
+/* The parameters of an Ascend chip that the kernel's tiling reads. */
+typedef struct moeperm_chip {
+    int64_t ub_bytes;     /* unified-buffer bytes of one vector core */
+    int64_t vector_cores; /* vector (AIV) cores the tokens are spread over */
+} moeperm_chip;
+
+/* Atlas A2 (and A3): the values the vendor's kernel tests use and the
+ * default of every plan. */
+#define MOEPERM_CHIP_A2_UB_BYTES 196352
+#define MOEPERM_CHIP_A2_VECTOR_CORES 48
+/* The accepted ranges.  Below the smallest buffer the tiling's arithmetic
+ * leaves no room for one chunk at top_k = 512; the largest values are far
+ * beyond any chip and only keep the arithmetic in range. */
+#define MOEPERM_CHIP_MIN_UB_BYTES 32768
+#define MOEPERM_CHIP_MAX_UB_BYTES 16777216
+#define MOEPERM_CHIP_MAX_VECTOR_CORES 4096
+
+/*
+ * moeperm_token_unpermute_grad_get_workspace_size() validates the arguments
+ * of MoeTokenUnpermuteGrad and plans it, like
+ * aclnnMoeTokenUnpermuteGradGetWorkspaceSize() on Atlas A2/A3.
+ *
+ * permuted_tokens: [R, H], FLOAT, FLOAT16 or BF16 (the forward's permuted
+ *       tokens; read only with probs, but always checked).
+ * unpermuted_tokens_grad: [N, H], the dtype of permuted_tokens.
+ * sorted_indices: [N*K], INT32, a permutation of 0..N*K-1; R <= N*K.
+ *       Entries >= R are dropped slots: they write no row, and their
+ *       probs_grad is the dot product with a row of zeros (+0, or NaN when
+ *       g[n] holds an inf or a NaN).
+ * probs: [N, K], FLOAT, FLOAT16 or BF16 (independent of the tokens' dtype),
+ *       K in [1, MOEPERM_MAX_TOP_K]; or NULL, and then K = 1.
+ * padded_mode: must be false.
+ * restore_shape, restore_shape_len: ignored, as the Atlas A2/A3 kernel
+ *       ignores them; may be NULL and 0.
+ * permuted_tokens_grad_out: [R, H], the tokens' dtype.  Every row below R
+ *       is named by exactly one slot, so every element is written; the
+ *       operator writes nothing else (the gaps of a strided view keep the
+ *       caller's bytes).
+ * probs_grad_out: [N, K], the dtype of probs; NULL exactly when probs is
+ *       NULL.  A NaN result is the quiet NaN 0x7fc00000 narrowed (bf16
+ *       0x7fc0, fp16 0x7e00): which NaN a device gives is not modelled.
+ * The two outputs must not overlap each other, themselves or any input.
+ * workspace_size: receives the workspace the run needs (0 on the CPU).
+ * executor: receives the plan, which copies the tensor descriptors (the
+ *       tensor objects may be destroyed before the run; the memory they
+ *       view must stay valid until the run).
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL required
+ * tensor, out-pointer or data pointer (and for probs_grad_out NULL when
+ * probs is given), MOEPERM_ERR_PARAM_INVALID for anything the operator does
+ * not accept (every index is checked for range and uniqueness), or
+ * MOEPERM_ERR_INNER when memory runs out.  On failure *executor is set to
+ * NULL (when executor is not NULL), the outputs are untouched and
+ * moeperm_last_error() names the offending value.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
+    const moeperm_tensor *permuted_tokens, const moeperm_tensor *unpermuted_tokens_grad,
+    const moeperm_tensor *sorted_indices, const moeperm_tensor *probs, bool padded_mode,
+    const int64_t *restore_shape, uint64_t restore_shape_len,
+    moeperm_tensor *permuted_tokens_grad_out, moeperm_tensor *probs_grad_out,
+    uint64_t *workspace_size, moeperm_executor **executor);
+
+/*
+ * moeperm_executor_set_chip() makes a plan of MoeTokenUnpermuteGrad use the
+ * tiling of another chip; call it between the two phases.  ub_bytes must be
+ * in [MOEPERM_CHIP_MIN_UB_BYTES, MOEPERM_CHIP_MAX_UB_BYTES] and
+ * vector_cores in [1, MOEPERM_CHIP_MAX_VECTOR_CORES].  Only probs_grad
+ * depends on the chip; a plan without probs accepts a chip and computes the
+ * same bits.
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL executor or
+ * chip, or MOEPERM_ERR_PARAM_INVALID for a value out of range or an
+ * executor of another operator (whose arithmetic has no chip parameter);
+ * on failure the plan keeps its chip, stays valid and stays the caller's.
+ * Not thread safe for one executor; thread safe for distinct ones.
+ */
+MOEPERM_API moeperm_status moeperm_executor_set_chip(moeperm_executor *executor,
+                                                     const moeperm_chip *chip);
+
+/*
+ * moeperm_token_unpermute_grad() runs a plan, like
+ * aclnnMoeTokenUnpermuteGrad(), and frees the executor whether it succeeds
+ * or not: a plan runs once.
+ *
+ * workspace, workspace_size: the workspace asked for by the first phase
+ *       (0 bytes on the CPU, so workspace may be NULL).
+ * stream: must be NULL on the CPU.
+ *
+ * The results are written to the outputs' memory; they do not depend on the
+ * number of threads (work is split over tokens).  Returns MOEPERM_SUCCESS,
+ * MOEPERM_ERR_PARAM_NULLPTR for a NULL executor, MOEPERM_ERR_PARAM_INVALID
+ * for a stream or an executor planned by another operator, or
+ * MOEPERM_ERR_INNER when scratch memory runs out; on failure the outputs are
+ * untouched.  Thread safe for distinct executors.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_size,
+                                                        moeperm_executor *executor,
+                                                        void *stream);
+
+/*
+ * The tiling of the Ascend kernel, field by field in the vendor's order
+ * (MoeTokenUnpermuteGradTilingData: tokensNum, topK, ... totalUbSize, here
+ * in snake case).  Only three fields decide the arithmetic: probs_grad sums
+ * hidden_size_loop_times chunks, each hidden_size_align columns long but
+ * the last, which is hidden_size_tail long.  The others say how the kernel
+ * spreads tokens over cores and how many rows and indices it loads at a
+ * time.
+ */
+typedef struct moeperm_unpermute_grad_tiling {
+    int64_t tokens_num;
+    int64_t top_k;
+    int64_t hidden_size;
+    int64_t num_out_tokens;
+    int64_t former_core_num;   /* cores that take token_num_each_core tokens */
+    int64_t tail_core_num;     /* cores that take token_num_tail_core tokens */
+    int64_t token_num_each_core;
+    int64_t token_num_tail_core;
+    int64_t row_id_map_each_core; /* sorted_indices entries of a former core */
+    int64_t row_id_map_tail_core;
+    int64_t hidden_size_align;      /* columns of every chunk but the last */
+    int64_t hidden_size_loop_times; /* chunks */
+    int64_t hidden_size_tail;       /* columns of the last chunk */
+    int64_t input_reserve_num;      /* permuted_tokens rows loaded at a time */
+    int64_t indices_reserve_num;    /* sorted_indices entries loaded at a time */
+    int64_t indices_reserve_num_align;
+    int64_t total_ub_size;
+} moeperm_unpermute_grad_tiling;
+
+/*
+ * moeperm_token_unpermute_grad_tiling() computes the tiling the Ascend
+ * kernel's host code gives a problem, the one whose chunks a plan's
+ * probs_grad follows.
+ *
+ * tokens_num, top_k, hidden_size: positive, top_k <= MOEPERM_MAX_TOP_K, and
+ *       top_k = 1 when has_probs is false (the kernel then takes K = 1).
+ * num_out_tokens: R, >= 0; copied into the result (the vendor refuses 0;
+ *       nothing here depends on it).
+ * tokens_dtype, probs_dtype: FLOAT, FLOAT16 or BF16; probs_dtype is read
+ *       only when has_probs is true.
+ * chip: NULL for Atlas A2, else values in the ranges of
+ *       moeperm_executor_set_chip().
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tiling, or
+ * MOEPERM_ERR_PARAM_INVALID (with moeperm_last_error() naming the value);
+ * on failure *tiling is untouched.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute_grad_tiling(
+    int64_t tokens_num, int64_t top_k, int64_t hidden_size, int64_t num_out_tokens,
+    moeperm_dtype tokens_dtype, bool has_probs, moeperm_dtype probs_dtype,
+    const moeperm_chip *chip, moeperm_unpermute_grad_tiling *tiling);
+
+/*
+ * moeperm_token_unpermute_grad_exact_probs_grad() computes, for every slot
+ * i = n*K + k, the exact dot product of the widened row s = sorted_indices[i]
+ * of permuted_tokens (zeros when s >= R) with the widened g[n], rounded once
+ * to the nearest double (ties to even): exact[i] is what probs_grad[n, k]
+ * would be with no rounding but the last.  Every product of two widened
+ * values is exact in a double and the sum is kept exactly, so the order of
+ * summation does not matter.  A NaN operand, 0 * inf, or infinities of
+ * both signs give NaN; otherwise an infinite product gives that infinity.
+ *
+ * Its purpose is to classify a device's probs_grad that differs from the
+ * model: within a few units in the last place of this value, the device
+ * sums in another order; far from it, the kernel is wrong.
+ *
+ * The inputs are those of moeperm_token_unpermute_grad_get_workspace_size()
+ * (probs is required: it gives K, its values are not read), checked the
+ * same way.  exact: exact_len = N*K doubles, not overlapping any input.
+ *
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR, MOEPERM_ERR_PARAM_INVALID
+ * or MOEPERM_ERR_INNER as the first phase does; on failure exact is
+ * untouched.  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
+    const moeperm_tensor *permuted_tokens, const moeperm_tensor *unpermuted_tokens_grad,
+    const moeperm_tensor *sorted_indices, const moeperm_tensor *probs, double *exact,
+    uint64_t exact_len);
 
 /* ---------------------------------------------------------------------- */
 /* Routing: the forward's index math                                      */
