@@ -40,11 +40,11 @@ static void check_all(bool bf16, bool avx512, bool *ok, uint32_t *first_bad)
         if (bf16 && avx512)
             moeperm_x86_float_to_bf16_avx512(src, dst, CHUNK);
         else if (bf16)
-            moeperm_x86_float_to_bf16(src, dst, CHUNK);
+            moeperm_x86_float_to_bf16_avx2(src, dst, CHUNK);
         else if (avx512)
             moeperm_x86_float_to_fp16_avx512(src, dst, CHUNK);
         else
-            moeperm_x86_float_to_fp16(src, dst, CHUNK);
+            moeperm_x86_float_to_fp16_avx2(src, dst, CHUNK);
         for (uint32_t lo = 0; lo < CHUNK; lo++) {
             uint16_t want = bf16 ? fp_float_to_bf16(src[lo]) : fp_float_to_fp16(src[lo]);
             if (dst[lo] != want) {

@@ -52,8 +52,8 @@ typedef struct conversions {
 } conversions;
 
 static const conversions sets[2] = {
-    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float, moeperm_x86_fp16_to_float,
-     moeperm_x86_float_to_bf16, moeperm_x86_float_to_fp16},
+    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+     moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
     {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
      moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
      moeperm_x86_float_to_fp16_avx512},
