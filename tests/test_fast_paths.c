@@ -1,7 +1,7 @@
 /*
- * The fast paths against the portable path, bit for bit (spec §2 fixes the
- * bits, and the portable loop of permute_grad.c is the reference), on every
- * instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
+ * The fast paths against the portable path, bit for bit (docs/arithmetic.md
+ * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/test_fast_conversions_exhaustive.c does all 2^32),
  * and the x86 operator on seeded random cases with special values, tails
@@ -52,8 +52,8 @@ typedef struct conversions {
 } conversions;
 
 static const conversions sets[2] = {
-    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float, moeperm_x86_fp16_to_float,
-     moeperm_x86_float_to_bf16, moeperm_x86_float_to_fp16},
+    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+     moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
     {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
      moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
      moeperm_x86_float_to_fp16_avx512},
@@ -355,8 +355,8 @@ static void test_column_blocks_and_streamed_output_match_portable_bits(void **st
 
 #endif
 
-/* MOEPERM_FORCE_PORTABLE=1 (meson runs this program once with it) makes
- * the default path the portable one. */
+/* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
+ * (tests/meson.build runs this test alone once more with it set). */
 static void test_force_portable_env_picks_the_portable_path(void **state)
 {
     (void)state;
@@ -374,8 +374,18 @@ static void test_force_portable_env_picks_the_portable_path(void **state)
         assert_int_equal(best, MOEPERM_PATH_PORTABLE);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* `test_fast_paths path-choice` runs the path choice alone. */
+    const struct CMUnitTest path_choice[] = {
+        cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+    };
+    if (argc > 1) {
+        if (argc == 2 && strcmp(argv[1], "path-choice") == 0)
+            return cmocka_run_group_tests(path_choice, NULL, NULL);
+        fprintf(stderr, "usage: test_fast_paths [path-choice]\n");
+        return 2;
+    }
     const struct CMUnitTest tests[] = {
 #ifdef MOEPERM_HAVE_X86_PATH
         cmocka_unit_test(test_every_bf16_and_fp16_widening_matches_fp_h),
