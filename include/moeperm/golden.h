@@ -250,6 +250,19 @@ const golden_slot *golden_op_slots(moeperm_op op, size_t *count);
 moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len);
 
+/*
+ * golden_case_finish() completes a case whose operator, attributes and
+ * inputs are set (a case made from a user's own tensors, or by the
+ * generator): it adds the outputs, shaped as the operator shapes them
+ * (and, for MoeTokenUnpermuteGrad with probs, the exact values of
+ * probs_grad), and computes them with golden_run_reference().  Outputs
+ * start zeroed, so elements the operator leaves untouched read 0.  Returns
+ * 0, or -1 with a sentence in err: the library's, naming the bad value,
+ * when the operator refuses the inputs.  c keeps what was added either
+ * way; golden_case_free() frees it.
+ */
+int golden_case_finish(golden_case *c, char *err, size_t err_len);
+
 /* The first phase alone: whether the operator takes c's shapes, dtypes,
  * attributes (and, when they are loaded, indices), with the library's
  * status and sentence when it does not.  Nothing is written. */
