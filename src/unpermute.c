@@ -347,7 +347,7 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
         convert = (row_conversions){moeperm_x86_fp16_to_float_avx512,
                                     moeperm_x86_float_to_fp16_avx512};
     else if (dtype == MOEPERM_FLOAT16 && path == MOEPERM_PATH_X86_AVX2)
-        convert = (row_conversions){moeperm_x86_fp16_to_float, moeperm_x86_float_to_fp16};
+        convert = (row_conversions){moeperm_x86_fp16_to_float_avx2, moeperm_x86_float_to_fp16_avx2};
 #endif
     /* Runs of consecutive tasks handed out one at a time, as in
      * MoeTokenPermuteGrad: a thread the OS keeps waiting (a busy, shared
