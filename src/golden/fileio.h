@@ -45,6 +45,11 @@ int golden_write_all(int fd, const void *data, size_t size);
  */
 int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len);
+/* The same with header_size bytes of header written before the data (a
+ * .npy header), so a large tensor is not copied to prepend a few bytes. */
+int golden_write_file_atomic_with_header(const char *path, const void *header,
+                                         size_t header_size, const void *data, size_t size,
+                                         char *err, size_t err_len);
 
 /*
  * Cleanup of temporaries when a signal ends the process (issue 6).
