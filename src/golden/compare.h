@@ -17,6 +17,8 @@
 
 #include <moeperm/moeperm.h>
 
+#include "golden/where.h"
+
 /* How many differing elements a report lists one by one. */
 #define GOLDEN_COMPARE_FIRST 8
 
@@ -33,7 +35,32 @@ typedef struct golden_compare_result {
     golden_diff first[GOLDEN_COMPARE_FIRST];
     size_t first_count;
     char *where; /* malloc'd summary of token and column ranges, NULL if none */
+    /* Of the differing elements, those where either value is a NaN or an
+     * infinity: never within an ULP tolerance, however close their bits. */
+    uint64_t nonfinite_differing;
+    golden_where ranges; /* where, as groups of tokens and columns (where.h) */
 } golden_compare_result;
+
+/* What a comparison concludes, given an ULP tolerance. */
+typedef enum golden_verdict {
+    GOLDEN_VERDICT_SAME,             /* bit for bit (any NaN equals any NaN unless strict) */
+    GOLDEN_VERDICT_WITHIN_TOLERANCE, /* differs, every difference finite and within max_ulp */
+    GOLDEN_VERDICT_DIFFERENT         /* anything further */
+} golden_verdict;
+
+/*
+ * golden_compare_verdict() judges r with a tolerance of max_ulp units in
+ * the last place: SAME when nothing differs; WITHIN_TOLERANCE when
+ * max_ulp > 0 and every differing element is a pair of finite values at
+ * most max_ulp apart on the ordered line of golden_ulp_distance() (so +0
+ * against -0 is 1 ulp, and the largest finite value against infinity is
+ * never within); DIFFERENT otherwise.  With max_ulp = 0 it is SAME or
+ * DIFFERENT, the bit-exact contract.  Thread safe.
+ */
+golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp);
+
+/* "same", "within-tolerance" or "different": the names reports use. */
+const char *golden_verdict_name(golden_verdict verdict);
 
 /*
  * golden_ulp_distance() is the distance between two values of dtype on the
