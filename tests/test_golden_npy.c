@@ -89,8 +89,8 @@ static void test_numpy_files_are_read_with_dtype_shape_and_elements(void **state
         void *data;
         uint64_t bytes;
         char err[512], hex[65];
-        if (golden_npy_read_file(fixture(a->file), a->dtype, a->shape, a->ndim, &data, &bytes,
-                                 hex, err, sizeof err) != 0)
+        if (golden_npy_read_file(fixture(a->file), a->dtype, a->shape, a->ndim, &data, &bytes, hex,
+                                 err, sizeof err) != 0)
             fail_msg("%s: %s", a->file, err);
         uint64_t n = 1;
         for (uint64_t i = 0; i < a->ndim; i++)
@@ -139,8 +139,8 @@ static void test_numpy_files_are_read_with_dtype_shape_and_elements(void **state
         assert_int_equal(strlen(hex), 64);
         free(data);
         /* Without an expected shape, any shape is taken. */
-        assert_int_equal(golden_npy_read_file(fixture(a->file), a->dtype, NULL, 0, &data,
-                                              &bytes, NULL, err, sizeof err),
+        assert_int_equal(golden_npy_read_file(fixture(a->file), a->dtype, NULL, 0, &data, &bytes,
+                                              NULL, err, sizeof err),
                          0);
         free(data);
     }
@@ -158,18 +158,30 @@ static void test_what_is_no_moeperm_tensor_is_refused_with_a_sentence(void **sta
 {
     (void)state;
     static const refused files[] = {
-        {"f4_3x4.npy", MOEPERM_BF16, 2, {3, 4},
+        {"f4_3x4.npy",
+         MOEPERM_BF16,
+         2,
+         {3, 4},
          " holds '<f4' data, expected bf16 ('<u2', '<i2' or '<V2')"},
         {"u2_2x3.npy", MOEPERM_FLOAT16, 2, {2, 3}, " holds '<u2' data, expected float16 ('<f2')"},
         {"f4_3x4.npy", MOEPERM_FLOAT, 2, {4, 3}, " has shape (3, 4), expected (4, 3)"},
         {"f2_5.npy", MOEPERM_FLOAT16, 2, {5, 1}, " has shape (5,), expected (5, 1)"},
-        {"f4_fortran_3x4.npy", MOEPERM_FLOAT, 2, {3, 4},
+        {"f4_fortran_3x4.npy",
+         MOEPERM_FLOAT,
+         2,
+         {3, 4},
          " is in Fortran order; only C order is read (numpy: np.ascontiguousarray(a))"},
-        {"bf4_3x4.npy", MOEPERM_FLOAT, 2, {3, 4},
+        {"bf4_3x4.npy",
+         MOEPERM_FLOAT,
+         2,
+         {3, 4},
          " holds big-endian '>f4' data; only little-endian .npy files are read (numpy: "
          "a.astype('<f4'))"},
         {"f8_3.npy", MOEPERM_FLOAT, 1, {3}, " holds '<f8' data, expected float32 ('<f4')"},
-        {"struct_3.npy", MOEPERM_FLOAT, 1, {3},
+        {"struct_3.npy",
+         MOEPERM_FLOAT,
+         1,
+         {3},
          " holds a structured dtype; only plain arrays are read"},
         {"f4_9dims.npy", MOEPERM_FLOAT, 0, {0}, ": the .npy shape has more than 8 dims"},
     };
@@ -178,8 +190,8 @@ static void test_what_is_no_moeperm_tensor_is_refused_with_a_sentence(void **sta
         void *data = (void *)1;
         uint64_t bytes;
         char err[512], want[8192];
-        assert_int_equal(golden_npy_read_file(fixture(r->file), r->dtype, r->shape, r->ndim,
-                                              &data, &bytes, NULL, err, sizeof err),
+        assert_int_equal(golden_npy_read_file(fixture(r->file), r->dtype, r->shape, r->ndim, &data,
+                                              &bytes, NULL, err, sizeof err),
                          -1);
         assert_null(data);
         snprintf(want, sizeof want, "%s%s", fixture(r->file), r->sentence);
@@ -211,8 +223,8 @@ static void test_writer_header_equals_numpys_byte_for_byte(void **state)
         size_t size;
         unsigned char *numpy = slurp(headers[i].file, &size);
         char mine[GOLDEN_NPY_HEADER_CAP];
-        size_t n = golden_npy_format_header(headers[i].dtype, headers[i].shape, headers[i].ndim,
-                                            mine);
+        size_t n =
+            golden_npy_format_header(headers[i].dtype, headers[i].shape, headers[i].ndim, mine);
         assert_true(n > 0 && n % 64 == 0 && n <= size);
         if (memcmp(mine, numpy, n) != 0 || (size > n && numpy[n - 1] != '\n'))
             fail_msg("%s: the header differs from numpy's", headers[i].file);
@@ -234,13 +246,12 @@ static void test_written_file_reads_back(void **state)
     uint16_t bits[6] = {0x3f80, 0xbf80, 0x7fc0, 0x0001, 0x8000, 0x7f80};
     int64_t shape[2] = {2, 3};
     char err[512];
-    assert_int_equal(golden_npy_write_file(path, MOEPERM_BF16, shape, 2, bits, err, sizeof err),
-                     0);
+    assert_int_equal(golden_npy_write_file(path, MOEPERM_BF16, shape, 2, bits, err, sizeof err), 0);
     void *data;
     uint64_t bytes;
-    assert_int_equal(golden_npy_read_file(path, MOEPERM_BF16, shape, 2, &data, &bytes, NULL, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        golden_npy_read_file(path, MOEPERM_BF16, shape, 2, &data, &bytes, NULL, err, sizeof err),
+        0);
     assert_int_equal(bytes, sizeof bits);
     assert_memory_equal(data, bits, sizeof bits);
     free(data);
@@ -308,8 +319,8 @@ static void test_hostile_headers_are_refused_by_name(void **state)
                             "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24);
     assert_int_equal(parse_exact(file, size, err, sizeof err), 0);
     /* Other spellings numpy's reader takes. */
-    size = make_file(file, sizeof file, "{\"shape\":(2L,3L,),\"descr\":\"<f4\",\"fortran_order\":False}",
-                     24);
+    size = make_file(file, sizeof file,
+                     "{\"shape\":(2L,3L,),\"descr\":\"<f4\",\"fortran_order\":False}", 24);
     assert_int_equal(parse_exact(file, size, err, sizeof err), 0);
 
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", 24,
@@ -322,8 +333,7 @@ static void test_hostile_headers_are_refused_by_name(void **state)
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (6)}", 24,
                    "is an int, not a tuple");
     expect_refused("{'descr': '<f4', 'fortran_order': 0, 'shape': (6,)}", 24, "True or False");
-    expect_refused("{'descr': '<f4', 'fortran_order': Falsey, 'shape': (6,)}", 24,
-                   "True or False");
+    expect_refused("{'descr': '<f4', 'fortran_order': Falsey, 'shape': (6,)}", 24, "True or False");
     expect_refused("{'descr': 'f4', 'fortran_order': False, 'shape': (6,)}", 24,
                    "is not a numpy dtype string");
     expect_refused("{'descr': '<f4\\n', 'fortran_order': False, 'shape': (6,)}", 24,
@@ -334,21 +344,19 @@ static void test_hostile_headers_are_refused_by_name(void **state)
                    "where a dim of the shape belongs");
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,6)}", 24,
                    "more than 8 dims");
-    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}",
-                   24, "exceeds 2^62");
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 24,
+                   "exceeds 2^62");
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, "
                    "4611686018427387904)}",
                    24, "more elements than 2^64");
-    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,)}",
-                   24, "more bytes than 2^64");
-    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (7,)}", 24,
-                   "needs 28");
-    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (5,)}", 24,
-                   "needs 20");
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,)}", 24,
+                   "more bytes than 2^64");
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (7,)}", 24, "needs 28");
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (5,)}", 24, "needs 20");
 
     /* Lengths that lie. */
-    size = make_file(file, sizeof file, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}",
-                     24);
+    size =
+        make_file(file, sizeof file, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 24);
     file[8] = 0xff;
     file[9] = 0x0f;
     assert_int_equal(parse_exact(file, size, err, sizeof err), -1);
@@ -362,8 +370,8 @@ static void test_hostile_headers_are_refused_by_name(void **state)
     assert_int_equal(parse_exact((const unsigned char *)"\x93NUMPX\x01\x00", 8, err, sizeof err),
                      -1);
     assert_string_equal(err, "x.npy does not start with the .npy magic \\x93NUMPY");
-    size = make_file(file, sizeof file, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}",
-                     24);
+    size =
+        make_file(file, sizeof file, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 24);
     file[20] = 0;
     assert_int_equal(parse_exact(file, size, err, sizeof err), -1);
     assert_non_null(strstr(err, "byte 0x00 at offset 20"));

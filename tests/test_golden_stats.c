@@ -48,7 +48,7 @@ static void test_edge_rules(void **state)
     golden_stats s;
     float zeros[3] = {0, -0.0f, 0}, ones[3] = {1, 1, 1}, nans[3] = {NAN, NAN, INFINITY};
     assert_int_equal(golden_stats_compute(MOEPERM_FLOAT, zeros, zeros, 3, &s), 0);
-    assert_true(s.cosine == 1.0); /* two zero vectors are alike */
+    assert_true(s.cosine == 1.0);        /* two zero vectors are alike */
     assert_true(isnan(s.max_rel_error)); /* no element with e != 0 */
     assert_true(s.max_abs_error == 0 && s.rmse == 0 && s.mare == 0 && s.mere == 0);
     assert_int_equal(golden_stats_compute(MOEPERM_FLOAT, zeros, ones, 3, &s), 0);
@@ -104,8 +104,8 @@ static void test_random_tensors_match_the_formulas(void **state)
             memcpy(e + i * es, &eb, es);
             memcpy(a + i * es, &ab, es);
         }
-        long double max_abs = 0, max_rel = 0, mare = 0, sum_rel = 0, sum_sq = 0, dot = 0,
-                    ne = 0, na = 0;
+        long double max_abs = 0, max_rel = 0, mare = 0, sum_rel = 0, sum_sq = 0, dot = 0, ne = 0,
+                    na = 0;
         uint64_t finite = 0;
         for (size_t i = 0; i < N; i++) {
             long double x = decode(dtype, e, i), y = decode(dtype, a, i);

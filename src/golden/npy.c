@@ -81,8 +81,7 @@ static int scan_string(scanner *s, char *out, size_t cap, size_t *len, const cha
     while (s->p < s->end && *s->p != quote) {
         if (*s->p == '\\' || (unsigned char)*s->p < 0x20 || (unsigned char)*s->p >= 0x7f) {
             snprintf(s->err, s->err_len,
-                     "%s: the .npy header has an escape or a non-ASCII byte in %s", s->name,
-                     what);
+                     "%s: the .npy header has an escape or a non-ASCII byte in %s", s->name, what);
             return -1;
         }
         s->p++;
@@ -103,8 +102,9 @@ static bool take_word(scanner *s, const char *word)
     size_t n = strlen(word);
     if ((size_t)(s->end - s->p) >= n && memcmp(s->p, word, n) == 0) {
         const char *after = s->p + n;
-        if (after < s->end && ((*after >= 'a' && *after <= 'z') || (*after >= 'A' && *after <= 'Z') ||
-                               (*after >= '0' && *after <= '9') || *after == '_'))
+        if (after < s->end &&
+            ((*after >= 'a' && *after <= 'z') || (*after >= 'A' && *after <= 'Z') ||
+             (*after >= '0' && *after <= '9') || *after == '_'))
             return false;
         s->p = after;
         return true;
@@ -130,8 +130,7 @@ static int scan_shape(scanner *s, golden_npy_header *h)
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
             v = v * 10 + (*s->p - '0');
             if (v > NPY_MAX_DIM) {
-                snprintf(s->err, s->err_len, "%s: a dim of the .npy shape exceeds 2^62",
-                         s->name);
+                snprintf(s->err, s->err_len, "%s: a dim of the .npy shape exceeds 2^62", s->name);
                 return -1;
             }
             s->p++;
@@ -250,7 +249,9 @@ static int parse_dict(scanner *s, golden_npy_header *h)
     }
     if (!have_descr || !have_order || !have_shape) {
         snprintf(s->err, s->err_len, "%s: the .npy header lacks '%s'", s->name,
-                 !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
+                 !have_descr   ? "descr"
+                 : !have_order ? "fortran_order"
+                               : "shape");
         return -1;
     }
     return 0;
@@ -298,8 +299,7 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
                                               (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
     if (header_len > GOLDEN_NPY_MAX_HEADER - prefix) {
         snprintf(err, err_len,
-                 "%s: the .npy header claims %" PRIu64 " bytes, more than the %zu accepted",
-                 name,
+                 "%s: the .npy header claims %" PRIu64 " bytes, more than the %zu accepted", name,
                  header_len, GOLDEN_NPY_MAX_HEADER - prefix);
         return -1;
     }
@@ -318,8 +318,8 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
     }
     for (size_t i = prefix; i < h->data_offset; i++) {
         if (b[i] == 0 || b[i] >= 0x80) {
-            snprintf(err, err_len, "%s: the .npy header has byte 0x%02x at offset %zu", name,
-                     b[i], i);
+            snprintf(err, err_len, "%s: the .npy header has byte 0x%02x at offset %zu", name, b[i],
+                     i);
             return -1;
         }
     }
@@ -340,8 +340,7 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
         if (__builtin_mul_overflow(h->elements, (uint64_t)h->shape[i], &h->elements)) {
             char text[256];
             format_shape(text, sizeof text, h->shape, h->ndim);
-            snprintf(err, err_len, "%s: the .npy shape %s has more elements than 2^64", name,
-                     text);
+            snprintf(err, err_len, "%s: the .npy shape %s has more elements than 2^64", name, text);
             return -1;
         }
         beyond_one += h->shape[i] > 1;
@@ -357,8 +356,8 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
     if (__builtin_mul_overflow(h->elements, (uint64_t)h->itemsize, &h->data_bytes)) {
         char text[256];
         format_shape(text, sizeof text, h->shape, h->ndim);
-        snprintf(err, err_len, "%s: the .npy shape %s of '%s' has more bytes than 2^64", name,
-                 text, h->descr);
+        snprintf(err, err_len, "%s: the .npy shape %s of '%s' has more bytes than 2^64", name, text,
+                 h->descr);
         return -1;
     }
     if (h->data_bytes != file_size - h->data_offset) {
@@ -367,8 +366,7 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
         snprintf(err, err_len,
                  "%s has %" PRIu64 " bytes after its %" PRIu64 "-byte header; shape %s of '%s' "
                  "needs %" PRIu64,
-                 name, file_size - h->data_offset, h->data_offset, text, h->descr,
-                 h->data_bytes);
+                 name, file_size - h->data_offset, h->data_offset, text, h->descr, h->data_bytes);
         return -1;
     }
     return 0;
@@ -502,8 +500,8 @@ int golden_npy_write_file(const char *path, moeperm_dtype dtype, const int64_t *
             return -1;
         }
     }
-    return golden_write_file_atomic_with_header(path, header, header_size, data, (size_t)bytes,
-                                                err, err_len);
+    return golden_write_file_atomic_with_header(path, header, header_size, data, (size_t)bytes, err,
+                                                err_len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -531,9 +529,8 @@ static int read_at(int fd, void *buf, uint64_t n, uint64_t offset)
     return 0;
 }
 
-int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape,
-                         uint64_t ndim, void **data, uint64_t *data_bytes, char hex[65],
-                         char *err, size_t err_len)
+int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape, uint64_t ndim,
+                         void **data, uint64_t *data_bytes, char hex[65], char *err, size_t err_len)
 {
     *data = NULL;
     *data_bytes = 0;
@@ -550,7 +547,8 @@ int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *s
         return -1;
     }
     uint64_t file_size = (uint64_t)st.st_size;
-    size_t head_size = file_size < GOLDEN_NPY_MAX_HEADER ? (size_t)file_size : GOLDEN_NPY_MAX_HEADER;
+    size_t head_size =
+        file_size < GOLDEN_NPY_MAX_HEADER ? (size_t)file_size : GOLDEN_NPY_MAX_HEADER;
     uint8_t *head = malloc(head_size ? head_size : 1);
     golden_npy_header h;
     if (!head) {

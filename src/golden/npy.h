@@ -107,9 +107,9 @@ size_t golden_npy_format_header(moeperm_dtype dtype, const int64_t *shape, uint6
  * file, as a manifest records it.  Returns 0, or -1 with a sentence in err
  * (*data is then NULL).
  */
-int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape,
-                         uint64_t ndim, void **data, uint64_t *data_bytes, char hex[65],
-                         char *err, size_t err_len);
+int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape, uint64_t ndim,
+                         void **data, uint64_t *data_bytes, char hex[65], char *err,
+                         size_t err_len);
 
 /*
  * golden_npy_write_file() writes the elements at data as a .npy file at

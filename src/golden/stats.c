@@ -9,8 +9,8 @@
 
 #include "golden/bits.h"
 
-int golden_stats_compute(moeperm_dtype dtype, const void *expected, const void *actual,
-                         uint64_t n, golden_stats *s)
+int golden_stats_compute(moeperm_dtype dtype, const void *expected, const void *actual, uint64_t n,
+                         golden_stats *s)
 {
     s->elements = n;
     s->finite = 0;

@@ -33,8 +33,8 @@
 #define GOLDEN_STATS_EPSILON 1e-7
 
 typedef struct golden_stats {
-    uint64_t elements;    /* compared */
-    uint64_t finite;      /* finite in both: the elements the statistics use */
+    uint64_t elements; /* compared */
+    uint64_t finite;   /* finite in both: the elements the statistics use */
     double max_abs_error;
     double max_rel_error;
     double cosine;
@@ -49,7 +49,7 @@ typedef struct golden_stats {
  * expected and actual.  Returns 0, or -1 for a dtype it does not know.
  * Thread safe.
  */
-int golden_stats_compute(moeperm_dtype dtype, const void *expected, const void *actual,
-                         uint64_t n, golden_stats *s);
+int golden_stats_compute(moeperm_dtype dtype, const void *expected, const void *actual, uint64_t n,
+                         golden_stats *s);
 
 #endif

@@ -191,8 +191,7 @@ static void put_ranges(FILE *f, const golden_where_group *g)
     }
 }
 
-static void put_group(FILE *f, const golden_where_group *g, const golden_where *w,
-                      const char *noun)
+static void put_group(FILE *f, const golden_where_group *g, const golden_where *w, const char *noun)
 {
     bool every = g->rows == (uint64_t)w->rows && w->rows > 1;
     uint64_t area = g->rows * (uint64_t)w->cols;
@@ -246,8 +245,11 @@ static void put_group(FILE *f, const golden_where_group *g, const golden_where *
 /* The pass                                                               */
 /* ---------------------------------------------------------------------- */
 
-int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, const void *ctx,
-                          const char *row_noun, golden_where *w)
+/* Fills r with the differing columns of one row. */
+typedef void (*row_scan)(const void *ctx, int64_t row, int64_t cols, row_columns *r);
+
+static int describe(int64_t rows, int64_t cols, row_scan scan, const void *ctx,
+                    const char *row_noun, golden_where *w)
 {
     const char *noun = row_noun ? row_noun : "row";
     builder b[GOLDEN_WHERE_MAX_GROUPS];
@@ -258,10 +260,7 @@ int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, co
     w->cols = cols;
     for (int64_t r = 0; r < rows; r++) {
         row_columns rc = {0};
-        uint64_t base = (uint64_t)r * (uint64_t)cols;
-        for (int64_t c = 0; c < cols; c++)
-            if (pred(ctx, base + (uint64_t)c))
-                row_add(&rc, c);
+        scan(ctx, r, cols, &rc);
         if (rc.count == 0)
             continue;
         w->elements += rc.count;
@@ -347,25 +346,64 @@ int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, co
     return 0;
 }
 
+typedef struct pred_ctx {
+    golden_where_pred pred;
+    const void *ctx;
+} pred_ctx;
+
+static void scan_pred(const void *ctx, int64_t row, int64_t cols, row_columns *r)
+{
+    const pred_ctx *p = ctx;
+    uint64_t base = (uint64_t)row * (uint64_t)cols;
+    for (int64_t c = 0; c < cols; c++)
+        if (p->pred(p->ctx, base + (uint64_t)c))
+            row_add(r, c);
+}
+
+int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, const void *ctx,
+                          const char *row_noun, golden_where *w)
+{
+    pred_ctx p = {pred, ctx};
+    return describe(rows, cols, scan_pred, &p, row_noun, w);
+}
+
 typedef struct pair_ctx {
     moeperm_dtype dtype;
     const void *expected, *actual;
     bool strict_nan;
 } pair_ctx;
 
-static bool pair_differs(const void *ctx, uint64_t i)
-{
-    const pair_ctx *p = ctx;
-    return !golden_bits_same(p->dtype, golden_bits_load(p->dtype, p->expected, i),
-                             golden_bits_load(p->dtype, p->actual, i), p->strict_nan);
-}
+/* The comparator's rule, one loop per element size so that a large
+ * mismatch is located at memory speed. */
+#define SCAN_PAIR(name, type)                                                                      \
+    static void name(const void *ctx, int64_t row, int64_t cols, row_columns *r)                   \
+    {                                                                                              \
+        const pair_ctx *p = ctx;                                                                   \
+        const type *e = (const type *)p->expected + (size_t)row * (size_t)cols;                    \
+        const type *a = (const type *)p->actual + (size_t)row * (size_t)cols;                      \
+        for (int64_t c = 0; c < cols; c++)                                                         \
+            if (e[c] != a[c] && !golden_bits_same(p->dtype, e[c], a[c], p->strict_nan))            \
+                row_add(r, c);                                                                     \
+    }
+SCAN_PAIR(scan_pair8, uint8_t)
+SCAN_PAIR(scan_pair16, uint16_t)
+SCAN_PAIR(scan_pair32, uint32_t)
+SCAN_PAIR(scan_pair64, uint64_t)
 
 int golden_where_compute(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
-                         const void *actual, bool strict_nan, const char *row_noun,
-                         golden_where *w)
+                         const void *actual, bool strict_nan, const char *row_noun, golden_where *w)
 {
     pair_ctx p = {dtype, expected, actual, strict_nan};
-    return golden_where_describe(rows, cols, pair_differs, &p, row_noun, w);
+    switch (moeperm_dtype_size(dtype)) {
+    case 1:
+        return describe(rows, cols, scan_pair8, &p, row_noun, w);
+    case 2:
+        return describe(rows, cols, scan_pair16, &p, row_noun, w);
+    case 4:
+        return describe(rows, cols, scan_pair32, &p, row_noun, w);
+    default:
+        return describe(rows, cols, scan_pair64, &p, row_noun, w);
+    }
 }
 
 void golden_where_free(golden_where *w)

@@ -52,9 +52,9 @@ typedef struct golden_where_group {
 
 typedef struct golden_where {
     int64_t rows, cols;
-    uint64_t elements;     /* differing elements in all */
-    uint64_t rows_differ;  /* rows with a differing element */
-    size_t groups;         /* kept groups, by first row */
+    uint64_t elements;    /* differing elements in all */
+    uint64_t rows_differ; /* rows with a differing element */
+    size_t groups;        /* kept groups, by first row */
     golden_where_group group[GOLDEN_WHERE_MAX_GROUPS];
     uint64_t rows_elsewhere; /* differing rows outside the kept groups */
     char *text;              /* malloc'd summary; NULL when nothing differs */
