@@ -235,7 +235,7 @@ int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_o
  * *cp; 0 when p does not start one.  A NUL ends a truncated sequence like
  * any other byte outside its continuation range, so it never reads past
  * the string. */
-static size_t utf8_sequence(const unsigned char *p, uint32_t *cp)
+size_t golden_utf8_sequence(const unsigned char *p, uint32_t *cp)
 {
     unsigned char b = p[0];
     size_t n;
@@ -322,7 +322,7 @@ void golden_xml_escape(FILE *f, const char *s)
             break;
         }
         uint32_t cp;
-        size_t n = utf8_sequence(p, &cp);
+        size_t n = golden_utf8_sequence(p, &cp);
         if (n == 0 || cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff) {
             for (size_t i = 0; i < (n ? n : 1); i++)
                 fprintf(f, "\\x%02x", p[i]);

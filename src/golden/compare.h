@@ -124,4 +124,9 @@ void golden_junit_free(golden_junit *j);
  * U+FFFF) is written as a visible "\xHH" escape of its bytes. */
 void golden_xml_escape(FILE *f, const char *s);
 
+/* The length of the well-formed UTF-8 sequence at p (no overlong forms, no
+ * surrogates, nothing above U+10FFFF), its code point in *cp; 0 when p does
+ * not start one.  Never reads past a NUL. */
+size_t golden_utf8_sequence(const unsigned char *p, uint32_t *cp);
+
 #endif
