@@ -128,11 +128,12 @@ static int scan_shape(scanner *s, golden_npy_header *h)
             return fail_at(s, "a dim of the shape");
         int64_t v = 0;
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
-            v = v * 10 + (*s->p - '0');
-            if (v > NPY_MAX_DIM) {
+            int digit = *s->p - '0';
+            if (v > (NPY_MAX_DIM - digit) / 10) {
                 snprintf(s->err, s->err_len, "%s: a dim of the .npy shape exceeds 2^62", s->name);
                 return -1;
             }
+            v = v * 10 + digit;
             s->p++;
         }
         if (s->p < s->end && (*s->p == 'L' || *s->p == 'l'))
