@@ -527,6 +527,10 @@ static void test_missing_slot_is_named_with_its_k(void **state)
     int visible = 0;
     each_case(NORMAL, false, check_missing, &visible);
     assert_true(visible >= 20);
+    /* a large top_k: only the slots the differences point at are tried */
+    tcase c = make_case(MOEPERM_BF16, 24, 40, 32, -1, NORMAL, 4040);
+    assert_true(expect_named(&c, (bug){"missing-slot", 27}, "slot 27 is never added"));
+    free_case(&c);
 }
 
 static void check_rows_ignored(const tcase *c, int *v)

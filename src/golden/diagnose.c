@@ -27,6 +27,15 @@
 
 #define SAMPLE_DIFFERING 48
 #define SAMPLE_EQUAL 16
+/* Slot elements (tokens x (top_k + 1) x hidden_size) a model may touch on
+ * the sample; a large top_k or hidden_size gets fewer sample tokens. */
+#define SAMPLE_ELEMENTS ((size_t)1 << 24)
+/* Slot elements of one run of the rows-ignored-from search (a token's
+ * top_k + 1 variants); beyond it the search is not tried. */
+#define FIT_ELEMENTS ((size_t)1 << 25)
+/* Up to this top_k every missing slot is tried; beyond it only the slots
+ * the differences point at. */
+#define MISSING_ALL_K 16
 #define BLOCK_BYTES ((size_t)32 << 20)
 #define CONFIRM_MAX 6
 #define MAX_CANDIDATES 64
@@ -969,8 +978,8 @@ done:
  * q_{-1} = -1, q_m = R), so one run over m + 1 variants of each token gives
  * the X that fit it.  The hull of the fitting X is intersected into
  * [*lo, *hi]; *lo > *hi means no X fits. */
-static int pg_fit_x(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t n, int64_t *lo,
-                    int64_t *hi, char *err, size_t err_len)
+static int pg_fit_group(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t n, int64_t *lo,
+                        int64_t *hi, char *err, size_t err_len)
 {
     size_t pseudo = 0;
     for (size_t i = 0; i < n; i++) {
@@ -981,29 +990,29 @@ static int pg_fit_x(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t
     size_t es = moeperm_dtype_size(x->dtype);
     operand *ops = calloc(pseudo * (size_t)x->K, sizeof *ops);
     int32_t *sorted = malloc((size_t)x->K * sizeof *sorted);
+    int64_t *rank = malloc((size_t)x->K * sizeof *rank);
     uint8_t *out = malloc(pseudo * (size_t)x->H * es);
     int rc = -1;
-    if (!ops || !sorted || !out) {
+    if (!ops || !sorted || !rank || !out) {
         snprintf(err, err_len, "out of memory for a diagnosis model");
         goto done;
     }
     size_t p = 0;
     for (size_t i = 0; i < n; i++) {
         const int32_t *slots = x->idx + tokens[i] * x->K;
+        for (int64_t k = 0; k < x->K; k++) {
+            rank[k] = 0;
+            for (int64_t q = 0; q < x->K; q++)
+                rank[k] += slots[q] < x->R && slots[q] < slots[k];
+        }
         int64_t m = 0;
         for (int64_t k = 0; k < x->K; k++)
-            if (slots[k] < x->R)
-                sorted[m++] = slots[k];
-        for (int64_t j = 0; j <= m; j++, p++) {
-            /* the j smallest kept rows: those below the j-th smallest */
-            for (int64_t k = 0; k < x->K; k++) {
-                int64_t rank = 0;
-                for (int64_t q = 0; q < m; q++)
-                    rank += sorted[q] < slots[k];
+            m += slots[k] < x->R;
+        /* variant j keeps the j smallest kept rows */
+        for (int64_t j = 0; j <= m; j++, p++)
+            for (int64_t k = 0; k < x->K; k++)
                 ops[p * (size_t)x->K + (size_t)k] =
-                    slots[k] < x->R && rank < j ? (operand){x->grad, x->dtype, slots[k]} : SKIP;
-            }
-        }
+                    slots[k] < x->R && rank[k] < j ? (operand){x->grad, x->dtype, slots[k]} : SKIP;
     }
     if (run_program(x->dtype, x->H, (int64_t)pseudo, x->K, ops, out, err, err_len) != 0)
         goto done;
@@ -1017,9 +1026,9 @@ static int pg_fit_x(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t
         /* insertion sort: m <= K */
         for (int64_t a = 1; a < m; a++)
             for (int64_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
-                int32_t s = sorted[b];
+                int32_t t = sorted[b];
                 sorted[b] = sorted[b - 1];
-                sorted[b - 1] = s;
+                sorted[b - 1] = t;
             }
         int64_t fit_lo = INT64_MAX, fit_hi = -1;
         uint64_t base = (uint64_t)tokens[i] * (uint64_t)d->cols;
@@ -1042,8 +1051,23 @@ static int pg_fit_x(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t
 done:
     free(ops);
     free(sorted);
+    free(rank);
     free(out);
     return rc;
+}
+
+/* pg_fit_group() over the tokens, as many at a time as FIT_ELEMENTS
+ * allows (at least one). */
+static int pg_fit_x(pg_ctx *x, const diag_data *d, const int64_t *tokens, size_t n, int64_t *lo,
+                    int64_t *hi, char *err, size_t err_len)
+{
+    size_t per_token = (size_t)(x->K + 1) * (size_t)x->K * (size_t)x->H;
+    size_t group = FIT_ELEMENTS / per_token ? FIT_ELEMENTS / per_token : 1;
+    for (size_t start = 0; start < n && *lo <= *hi; start += group)
+        if (pg_fit_group(x, d, tokens + start, n - start < group ? n - start : group, lo, hi, err,
+                         err_len) != 0)
+            return -1;
+    return 0;
 }
 
 static int pg_prepare_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t *sample, size_t n,
@@ -1051,6 +1075,8 @@ static int pg_prepare_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t 
 {
     int64_t lo = 0, hi = x->R;
     x->x_found = false;
+    if ((size_t)(x->K + 1) * (size_t)x->K * (size_t)x->H > FIT_ELEMENTS)
+        return 0; /* one token's variants alone would exceed the budget */
     if (pg_fit_x(x, d, sample, n, &lo, &hi, err, err_len) != 0)
         return -1;
     if (lo > hi)
@@ -1105,6 +1131,10 @@ typedef struct op_model {
     /* Optional: a search on the sample before the variants are counted. */
     int (*prepare)(pg_ctx *x, const diag_data *d, const int64_t *sample, size_t n, char *err,
                    size_t err_len);
+    /* Optional: the variants worth trying, when trying all would cost too
+     * much; fills at most *count of them into list and sets *count. */
+    void (*select)(const pg_ctx *x, const diag_data *d, const int64_t *sample, size_t n, int *list,
+                   size_t *count);
     int (*compute)(pg_ctx *x, int variant, const int64_t *tokens, size_t n, void *out, char *err,
                    size_t err_len);
     void (*describe)(const pg_ctx *x, int variant, char *out, size_t len);
@@ -1248,6 +1278,59 @@ static void d_saturate(const pg_ctx *x, int v, char *out, size_t len)
                  "finite value), not +-inf");
 }
 
+/* For a large top_k, the slots the differences point at: in a token whose
+ * slot k is missing, expected minus actual is about slot k's row, so the
+ * slot whose row is nearest (sum of absolute differences, in double) is the
+ * candidate; a few differing sample tokens each name one. */
+static void s_missing(const pg_ctx *x, const diag_data *d, const int64_t *sample, size_t n,
+                      int *list, size_t *count)
+{
+    size_t cap = *count, found = 0;
+    if (x->K <= MISSING_ALL_K) {
+        for (int64_t k = 0; k < x->K && found < cap; k++)
+            list[found++] = (int)k;
+        *count = found;
+        return;
+    }
+    size_t es = moeperm_dtype_size(x->dtype);
+    for (size_t i = 0, tried = 0; i < n && tried < 8 && found < cap; i++) {
+        int64_t t = sample[i];
+        if (d->row_differ[t] == 0)
+            continue;
+        tried++;
+        double best = -1;
+        int best_k = -1;
+        for (int64_t k = 0; k < x->K; k++) {
+            int32_t r = x->idx[t * x->K + k];
+            if (r >= x->R)
+                continue;
+            const uint8_t *row = (const uint8_t *)x->grad + (size_t)r * (size_t)x->H * es;
+            double score = 0;
+            for (int64_t c = 0; c < x->H; c++) {
+                uint64_t i_e = (uint64_t)t * (uint64_t)x->H + (uint64_t)c;
+                double e =
+                    golden_bits_double(x->dtype, golden_bits_load(x->dtype, d->expected, i_e));
+                double a = golden_bits_double(x->dtype, golden_bits_load(x->dtype, d->actual, i_e));
+                double g =
+                    golden_bits_double(x->dtype, golden_bits_load(x->dtype, row, (uint64_t)c));
+                double diff = (e - a) - g;
+                if (diff == diff)
+                    score += diff < 0 ? -diff : diff;
+            }
+            if (best_k < 0 || score < best) {
+                best = score;
+                best_k = (int)k;
+            }
+        }
+        bool known = best_k < 0;
+        for (size_t j = 0; j < found && !known; j++)
+            known = list[j] == best_k;
+        if (!known)
+            list[found++] = best_k;
+    }
+    *count = found;
+}
+
 static int p_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t *s, size_t n, char *e,
                           size_t l)
 {
@@ -1256,27 +1339,27 @@ static int p_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t *s, size_
 
 static const op_model permute_grad_models[] = {
     {"acc-in-output-dtype", "the accumulator is rounded to bf16/fp16 after every addition",
-     v_narrow16, NULL, pg_acc_in_output_dtype, d_acc},
+     v_narrow16, NULL, NULL, pg_acc_in_output_dtype, d_acc},
     {"truncate", "the fp32 sum is narrowed by truncation instead of to nearest even", v_narrow16,
-     NULL, pg_truncate, d_truncate},
+     NULL, NULL, pg_truncate, d_truncate},
     {"round-half-away", "ties are rounded away from zero instead of to even when narrowing",
-     v_narrow16, NULL, pg_half_away, d_half_away},
-    {"k-order-reversed", "slots are added from k = K-1 down to 0", v_one, NULL, pg_reversed,
+     v_narrow16, NULL, NULL, pg_half_away, d_half_away},
+    {"k-order-reversed", "slots are added from k = K-1 down to 0", v_one, NULL, NULL, pg_reversed,
      d_reversed},
     {"k-order-pairwise", "slots are added as a pairwise tree (neighbours, or folded halves)",
-     v_pairwise, NULL, pg_pairwise, d_pairwise},
-    {"zero-start", "the accumulator starts at +0.0 instead of slot 0", v_zero_start, NULL,
+     v_pairwise, NULL, NULL, pg_pairwise, d_pairwise},
+    {"zero-start", "the accumulator starts at +0.0 instead of slot 0", v_zero_start, NULL, NULL,
      pg_zero_start, d_zero_start},
     {"dropped-not-skipped",
      "slots with an index >= rows are added (as +0.0, row index mod rows, or the last row)",
-     v_dropped, NULL, pg_dropped, d_dropped},
-    {"missing-slot", "slot k is never added", v_missing, NULL, pg_missing, d_missing},
+     v_dropped, NULL, NULL, pg_dropped, d_dropped},
+    {"missing-slot", "slot k is never added", v_missing, NULL, s_missing, pg_missing, d_missing},
     {"rows-ignored-from", "rows at or above some index X contribute nothing", v_rows_ignored,
-     p_rows_ignored, pg_rows_ignored, d_rows_ignored},
-    {"ftz", "subnormals are flushed to zero (inputs, each addition, results)", v_ftz, NULL, pg_ftz,
-     d_ftz},
+     p_rows_ignored, NULL, pg_rows_ignored, d_rows_ignored},
+    {"ftz", "subnormals are flushed to zero (inputs, each addition, results)", v_ftz, NULL, NULL,
+     pg_ftz, d_ftz},
     {"saturate", "overflow gives the largest finite value instead of infinity", v_saturate, NULL,
-     pg_saturate, d_saturate},
+     NULL, pg_saturate, d_saturate},
 };
 
 static const golden_diag_tensor *find_input(const golden_diag_problem *p, const char *name)
@@ -1403,7 +1486,12 @@ static int operator_models(const op_table *table, pg_ctx *x, const diag_data *d,
     /* The sample: differing rows spread over all of them, and some equal
      * rows, which a model must leave equal. */
     int64_t sample[SAMPLE_DIFFERING + SAMPLE_EQUAL];
-    size_t n = 0;
+    size_t n = 0, per_token = (size_t)(x->K + 1) * (size_t)x->H;
+    size_t budget = SAMPLE_ELEMENTS / per_token;
+    uint64_t want_d = budget * 3 / 4 < 2                  ? 2
+                      : budget * 3 / 4 > SAMPLE_DIFFERING ? SAMPLE_DIFFERING
+                                                          : budget * 3 / 4;
+    uint64_t want_e = budget / 4 < 1 ? 1 : budget / 4 > SAMPLE_EQUAL ? SAMPLE_EQUAL : budget / 4;
     uint64_t differ_rows = 0, equal_rows;
     for (int64_t r = 0; r < d->rows; r++)
         differ_rows += d->row_differ[r] > 0;
@@ -1411,13 +1499,13 @@ static int operator_models(const op_table *table, pg_ctx *x, const diag_data *d,
     uint64_t seen_d = 0, seen_e = 0, taken_d = 0, taken_e = 0;
     for (int64_t r = 0; r < d->rows; r++) {
         if (d->row_differ[r] > 0) {
-            if (taken_d < SAMPLE_DIFFERING && seen_d * SAMPLE_DIFFERING >= taken_d * differ_rows) {
+            if (taken_d < want_d && seen_d * want_d >= taken_d * differ_rows) {
                 sample[n++] = r;
                 taken_d++;
             }
             seen_d++;
         } else {
-            if (taken_e < SAMPLE_EQUAL && seen_e * SAMPLE_EQUAL >= taken_e * equal_rows) {
+            if (taken_e < want_e && seen_e * want_e >= taken_e * equal_rows) {
                 sample[n++] = r;
                 taken_e++;
             }
@@ -1431,8 +1519,15 @@ static int operator_models(const op_table *table, pg_ctx *x, const diag_data *d,
         const op_model *m = &table->models[i];
         if (m->prepare && m->prepare(x, d, sample, n, err, err_len) != 0)
             return -1;
+        int list[MISSING_ALL_K];
+        size_t listed = sizeof list / sizeof list[0];
         int variants = m->variants(x);
-        for (int v = 0; v < variants && count < sizeof trials / sizeof trials[0]; v++) {
+        if (m->select) {
+            m->select(x, d, sample, n, list, &listed);
+            variants = (int)listed;
+        }
+        for (int i_v = 0; i_v < variants && count < sizeof trials / sizeof trials[0]; i_v++) {
+            int v = m->select ? list[i_v] : i_v;
             trial t = {m, v, {0, 0}};
             if (evaluate(x, m, v, d, sample, n, false, &t.sample, err, err_len) != 0)
                 return -1;
