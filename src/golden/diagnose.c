@@ -1124,8 +1124,7 @@ static int pg_prepare_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t 
 /* ---------------------------------------------------------------------- */
 
 typedef struct op_model {
-    const char *id;
-    const char *models; /* the catalogue's sentence */
+    const golden_hypothesis_info *info; /* its catalogue entry: id and sentence */
     /* How many variants apply to this problem (0: the model does not). */
     int (*variants)(const pg_ctx *x);
     /* Optional: a search on the sample before the variants are counted. */
@@ -1337,29 +1336,47 @@ static int p_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t *s, size_
     return pg_prepare_rows_ignored(x, d, s, n, e, l);
 }
 
+/* The catalogue: every operator's models, then the shape-level ones. */
+static const golden_hypothesis_info catalogue[] = {
+    {"acc-in-output-dtype", "MoeTokenPermuteGrad",
+     "the accumulator is rounded to bf16/fp16 after every addition"},
+    {"truncate", "MoeTokenPermuteGrad",
+     "the fp32 sum is narrowed by truncation instead of to nearest even"},
+    {"round-half-away", "MoeTokenPermuteGrad",
+     "ties are rounded away from zero instead of to even when narrowing"},
+    {"k-order-reversed", "MoeTokenPermuteGrad", "slots are added from k = K-1 down to 0"},
+    {"k-order-pairwise", "MoeTokenPermuteGrad",
+     "slots are added as a pairwise tree (neighbours, or folded halves)"},
+    {"zero-start", "MoeTokenPermuteGrad", "the accumulator starts at +0.0 instead of slot 0"},
+    {"dropped-not-skipped", "MoeTokenPermuteGrad",
+     "slots with an index >= rows are added (as +0.0, row index mod rows, or the last row)"},
+    {"missing-slot", "MoeTokenPermuteGrad", "slot k is never added"},
+    {"rows-ignored-from", "MoeTokenPermuteGrad",
+     "rows at or above some index X contribute nothing"},
+    {"ftz", "MoeTokenPermuteGrad",
+     "subnormals are flushed to zero (inputs, each addition, results)"},
+    {"saturate", "MoeTokenPermuteGrad",
+     "overflow gives the largest finite value instead of infinity"},
+    {"token-block-shift", NULL, "rows of the output hold the values of other rows"},
+    {"unwritten", NULL, "a region of the output is left as zeros or as it was"},
+    {"ftz", NULL, "subnormal results are flushed to zero"},
+    {"saturate", NULL, "results that overflow become the largest finite value"},
+    {"nan-bits", NULL, "only the sign or payload of NaNs differs (with strict NaN rules)"},
+};
+
+/* MoeTokenPermuteGrad: its catalogue entries in order, one model each. */
 static const op_model permute_grad_models[] = {
-    {"acc-in-output-dtype", "the accumulator is rounded to bf16/fp16 after every addition",
-     v_narrow16, NULL, NULL, pg_acc_in_output_dtype, d_acc},
-    {"truncate", "the fp32 sum is narrowed by truncation instead of to nearest even", v_narrow16,
-     NULL, NULL, pg_truncate, d_truncate},
-    {"round-half-away", "ties are rounded away from zero instead of to even when narrowing",
-     v_narrow16, NULL, NULL, pg_half_away, d_half_away},
-    {"k-order-reversed", "slots are added from k = K-1 down to 0", v_one, NULL, NULL, pg_reversed,
-     d_reversed},
-    {"k-order-pairwise", "slots are added as a pairwise tree (neighbours, or folded halves)",
-     v_pairwise, NULL, NULL, pg_pairwise, d_pairwise},
-    {"zero-start", "the accumulator starts at +0.0 instead of slot 0", v_zero_start, NULL, NULL,
-     pg_zero_start, d_zero_start},
-    {"dropped-not-skipped",
-     "slots with an index >= rows are added (as +0.0, row index mod rows, or the last row)",
-     v_dropped, NULL, NULL, pg_dropped, d_dropped},
-    {"missing-slot", "slot k is never added", v_missing, NULL, s_missing, pg_missing, d_missing},
-    {"rows-ignored-from", "rows at or above some index X contribute nothing", v_rows_ignored,
-     p_rows_ignored, NULL, pg_rows_ignored, d_rows_ignored},
-    {"ftz", "subnormals are flushed to zero (inputs, each addition, results)", v_ftz, NULL, NULL,
-     pg_ftz, d_ftz},
-    {"saturate", "overflow gives the largest finite value instead of infinity", v_saturate, NULL,
-     NULL, pg_saturate, d_saturate},
+    {&catalogue[0], v_narrow16, NULL, NULL, pg_acc_in_output_dtype, d_acc},
+    {&catalogue[1], v_narrow16, NULL, NULL, pg_truncate, d_truncate},
+    {&catalogue[2], v_narrow16, NULL, NULL, pg_half_away, d_half_away},
+    {&catalogue[3], v_one, NULL, NULL, pg_reversed, d_reversed},
+    {&catalogue[4], v_pairwise, NULL, NULL, pg_pairwise, d_pairwise},
+    {&catalogue[5], v_zero_start, NULL, NULL, pg_zero_start, d_zero_start},
+    {&catalogue[6], v_dropped, NULL, NULL, pg_dropped, d_dropped},
+    {&catalogue[7], v_missing, NULL, s_missing, pg_missing, d_missing},
+    {&catalogue[8], v_rows_ignored, p_rows_ignored, NULL, pg_rows_ignored, d_rows_ignored},
+    {&catalogue[9], v_ftz, NULL, NULL, pg_ftz, d_ftz},
+    {&catalogue[10], v_saturate, NULL, NULL, pg_saturate, d_saturate},
 };
 
 static const golden_diag_tensor *find_input(const golden_diag_problem *p, const char *name)
@@ -1549,7 +1566,7 @@ static int operator_models(const op_table *table, pg_ctx *x, const diag_data *d,
             return -1;
         char detail[256];
         trials[i].m->describe(x, trials[i].variant, detail, sizeof detail);
-        offer(cs, trials[i].m->id, (int)(trials[i].m - table->models), detail, t);
+        offer(cs, trials[i].m->info->id, (int)(trials[i].m - table->models), detail, t);
     }
     return 0;
 }
@@ -1666,21 +1683,6 @@ void golden_diagnosis_report(FILE *f, const golden_diagnosis *d, const char *ind
 
 const golden_hypothesis_info *golden_diagnosis_catalogue(size_t *count)
 {
-    static golden_hypothesis_info
-        list[sizeof permute_grad_models / sizeof permute_grad_models[0] + 5];
-    static const golden_hypothesis_info shape[] = {
-        {"token-block-shift", NULL, "rows of the output hold the values of other rows"},
-        {"unwritten", NULL, "a region of the output is left as zeros or as it was"},
-        {"ftz", NULL, "subnormal results are flushed to zero"},
-        {"saturate", NULL, "results that overflow become the largest finite value"},
-        {"nan-bits", NULL, "only the sign or payload of NaNs differs (with strict NaN rules)"},
-    };
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof permute_grad_models / sizeof permute_grad_models[0]; i++)
-        list[n++] = (golden_hypothesis_info){permute_grad_models[i].id, "MoeTokenPermuteGrad",
-                                             permute_grad_models[i].models};
-    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
-        list[n++] = shape[i];
-    *count = n;
-    return list;
+    *count = sizeof catalogue / sizeof catalogue[0];
+    return catalogue;
 }

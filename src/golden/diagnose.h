@@ -91,7 +91,7 @@ typedef struct golden_diagnosis {
  * Cost: a few passes over the output, the operator-level models on a
  * sample of at most 64 rows, then the models that fit the sample on the
  * whole output, in blocks of at most 32 MiB of widened input; memory stays
- * near that block size plus about 40 bytes per output row.  It runs only when
+ * near that block size plus about 64 bytes per output row.  It runs only when
  * something differs.
  *
  * Returns 0 and fills *d, or -1 with a sentence in err (memory ran out).
