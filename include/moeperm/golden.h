@@ -384,15 +384,42 @@ typedef struct golden_diff {
     uint32_t expected, actual; /* raw bits (16 or 32 of them) */
 } golden_diff;
 
+struct golden_where; /* where the differences lie, as groups (internal) */
+
 typedef struct golden_compare_result {
     uint64_t elements;     /* compared */
     uint64_t differing;    /* elements whose bits differ (NaN-aware unless strict) */
     uint64_t nan_mismatch; /* of those, a NaN against a number */
     uint64_t max_ulp;      /* largest ULP distance among differing elements (see below) */
+    /* Of the differing elements, those where either value is a NaN or an
+     * infinity: never within an ULP tolerance, however close their bits. */
+    uint64_t nonfinite_differing;
     golden_diff first[GOLDEN_COMPARE_FIRST];
     size_t first_count;
     char *where; /* malloc'd summary of token and column ranges, NULL if none */
+    struct golden_where *ranges; /* the same as groups, for the reports (owned) */
 } golden_compare_result;
+
+/* What a comparison concludes, given an ULP tolerance. */
+typedef enum golden_verdict {
+    GOLDEN_VERDICT_SAME,             /* bit for bit (any NaN equals any NaN unless strict) */
+    GOLDEN_VERDICT_WITHIN_TOLERANCE, /* differs, every difference finite and within max_ulp */
+    GOLDEN_VERDICT_DIFFERENT         /* anything further */
+} golden_verdict;
+
+/*
+ * golden_compare_verdict() judges r with a tolerance of max_ulp units in
+ * the last place: SAME when nothing differs; WITHIN_TOLERANCE when
+ * max_ulp > 0 and every differing element is a pair of finite values at
+ * most max_ulp apart on the ordered line of golden_ulp_distance() (so +0
+ * against -0 is 1 ulp, and the largest finite value against infinity is
+ * never within); DIFFERENT otherwise.  With max_ulp = 0 it is SAME or
+ * DIFFERENT, the bit-exact contract.  Thread safe.
+ */
+golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp);
+
+/* "same", "within-tolerance" or "different": the names reports use. */
+const char *golden_verdict_name(golden_verdict verdict);
 
 /*
  * golden_ulp_distance() is the distance between two values of dtype on the

@@ -43,4 +43,9 @@ int golden_check_optional_tensors(const golden_case *c, char *err, size_t err_le
  * defaults where they are 0. */
 moeperm_chip golden_chip_of(const golden_attrs *attrs);
 
+/* The length of the well-formed UTF-8 sequence at p (no overlong forms, no
+ * surrogates, nothing above U+10FFFF), its code point in *cp; 0 when p does
+ * not start one.  Never reads past a NUL. */
+size_t golden_utf8_sequence(const unsigned char *p, uint32_t *cp);
+
 #endif
