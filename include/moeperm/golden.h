@@ -486,6 +486,84 @@ void golden_junit_free(golden_junit *j);
 void golden_xml_escape(FILE *f, const char *s);
 
 /* ---------------------------------------------------------------------- */
+/* Judging a case's outputs                                               */
+/* ---------------------------------------------------------------------- */
+
+typedef struct golden_judge_options {
+    bool strict_nan;  /* NaNs must match bit for bit (default: any NaN equals any NaN) */
+    uint64_t max_ulp; /* elements within this many ulp count as within tolerance;
+                       * 0 is the bit-exact contract */
+    bool diagnose;    /* test the catalogue of known kernel bugs on what differs */
+} golden_judge_options;
+
+/* The judgement of one case's outputs (opaque). */
+typedef struct golden_judgement golden_judgement;
+
+/*
+ * golden_judge() compares every output of c (loaded: its golden outputs,
+ * and its inputs too when options->diagnose) with actual[i], the i-th
+ * output of c in c's order, contiguous, of the golden output's dtype and
+ * shape; computes the error statistics Ascend's precision tools report;
+ * and, for outputs that differ and with options->diagnose, names the known
+ * kernel bugs that reproduce the difference (docs/judging.md).  For
+ * MoeTokenUnpermuteGrad's probs_grad it also says whether each difference
+ * stays within the error any order of the reduction could make around the
+ * exact dot product ("order": the device sums in another order) or not
+ * ("wrong").  Returns 0 with *j set (free with golden_judgement_free()),
+ * or -1 with a sentence in err.  Thread safe on distinct objects.
+ */
+int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
+                 golden_judgement **j, char *err, size_t err_len);
+void golden_judgement_free(golden_judgement *j);
+
+/* The case's verdict: the worst of its outputs'. */
+golden_verdict golden_judgement_verdict(const golden_judgement *j);
+/* Its outputs, in the case's order. */
+size_t golden_judgement_output_count(const golden_judgement *j);
+const char *golden_judgement_output_name(const golden_judgement *j, size_t i);
+golden_verdict golden_judgement_output_verdict(const golden_judgement *j, size_t i);
+const golden_compare_result *golden_judgement_output_compare(const golden_judgement *j,
+                                                              size_t i);
+/* The findings of output i, best first: their stable ids ("missing-slot",
+ * "token-block-shift", "order", ...), one sentence each, and whether the
+ * model reproduces the output exactly. */
+size_t golden_judgement_finding_count(const golden_judgement *j, size_t i);
+const char *golden_judgement_finding_id(const golden_judgement *j, size_t i, size_t k);
+const char *golden_judgement_finding_detail(const golden_judgement *j, size_t i, size_t k);
+bool golden_judgement_finding_exact(const golden_judgement *j, size_t i, size_t k);
+
+/*
+ * golden_judgement_report() writes the text report `moeperm compare` and
+ * `moeperm check` print (nothing when every output is the same): per output
+ * that differs, the diagnosis first, then the counts, the first
+ * differences and where they lie; each line starts with indent.
+ * golden_judgement_summary() returns one line for the case (malloc'd; NULL
+ * when memory runs out).
+ */
+void golden_judgement_report(FILE *f, const golden_judgement *j, const char *indent);
+char *golden_judgement_summary(const golden_judgement *j);
+
+/*
+ * The machine-readable report (docs/judging.md): a collector of cases,
+ * written as one JSON document.  golden_json_report_add_case() opens the
+ * next case (case_path as the tool names it, op NULL when unknown);
+ * golden_json_report_add_judgement() records its outputs;
+ * golden_json_report_set_error() marks it an error, with the sentence that
+ * says why.  _write_path() writes the document atomically to path, or to
+ * standard output when path is "-".  Functions returning int return 0, or
+ * -1 (with a sentence in err where there is one).  Not thread safe: one
+ * collector per thread.
+ */
+typedef struct golden_json_report golden_json_report;
+golden_json_report *golden_json_report_new(void);
+int golden_json_report_add_case(golden_json_report *r, const char *case_path, const char *op);
+int golden_json_report_add_judgement(golden_json_report *r, const golden_judgement *j);
+int golden_json_report_set_error(golden_json_report *r, const char *sentence);
+int golden_json_report_write_path(const golden_json_report *r, const char *path, char *err,
+                                  size_t err_len);
+void golden_json_report_free(golden_json_report *r);
+
+/* ---------------------------------------------------------------------- */
 /* Names                                                                  */
 /* ---------------------------------------------------------------------- */
 
