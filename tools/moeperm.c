@@ -1,6 +1,6 @@
 /*
  * moeperm.c - the moeperm command-line tool: dispatch to one subcommand per
- * file (commands.h), usage, and `version`.  The contract is interfaces.md
+ * file (commands.h), usage, and `version`.  The contract is the README
  * section 3: exit 0 ok, 1 mismatch, 2 bad usage or bad input, 3 backend
  * failure.
  */
@@ -85,7 +85,8 @@ int main(int argc, char **argv)
         int (*run)(int, char **);
     } commands[] = {
         {"golden", cmd_golden},   {"run", cmd_run},     {"compare", cmd_compare},
-        {"check", cmd_check},     {"bench", cmd_bench}, {"version", cmd_version},
+        {"check", cmd_check},     {"make-case", cmd_make_case},
+        {"bench", cmd_bench},     {"version", cmd_version},
     };
     if (argc < 2) {
         fputs(usage_text, stderr);

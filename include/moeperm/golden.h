@@ -208,6 +208,19 @@ int golden_tensor_read_file(const char *path, const golden_tensor *like, void **
                             char *err, size_t err_len);
 
 /*
+ * golden_tensor_from_file() reads a user's own tensor file into t (its
+ * dtype, ndim, shape, bytes and data; name, role and file are left to the
+ * caller): a .npy file, whose header gives the shape and, when dtype is
+ * negative, the dtype ('<f4' float32, '<f2' float16, '<u2', '<i2' or '<V2'
+ * bf16, '|i1' int8, '<i4' int32, '<i8' int64); or a raw file, for which
+ * dtype and the ndim dims of shape must be given.  With ndim > 0 a .npy
+ * file must have that many dims.  Returns 0, or -1 with a sentence in err
+ * (t->data is then NULL).
+ */
+int golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
+                            golden_tensor *t, char *err, size_t err_len);
+
+/*
  * golden_tensor_write_file() writes the elements at data, shaped and typed
  * like `like`, to path: as a .npy file (format 1.0; bf16 as '<u2') when
  * path ends in ".npy", else raw.  The file appears atomically (a temporary
