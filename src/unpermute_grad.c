@@ -415,11 +415,15 @@ UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const flo
     }
 }
 
-/* Per-thread scratch, in floats: the slots' widened probs and accumulators,
- * then four chunk-long rows: g, the products, the tree's second buffer
- * (which first holds g * p when that may hold NaNs), and a row of
- * permuted_tokens_grad narrowed on its way to memory.  Rows start on
- * 64-byte boundaries. */
+/* Slots computed side by side: two rows of permuted_tokens read at once
+ * keep more of the memory's latency in flight than one. */
+#define SLOTS_AT_ONCE 4
+
+/* Per-thread scratch, in floats: the slots' widened probs and
+ * accumulators, then chunk-long rows: g, the tree's second buffer (which
+ * first holds g * p when that may hold NaNs), and for each slot computed
+ * at once its products and its row of permuted_tokens_grad on the way to
+ * memory.  Rows start on 64-byte boundaries. */
 static int64_t round16(int64_t n)
 {
     return (n + 15) / 16 * 16;
@@ -430,14 +434,81 @@ static int64_t scratch_row(const ug_ctx *c)
     return round16(c->chunk > 64 ? c->chunk : 64);
 }
 
-static int64_t scratch_floats(const ug_ctx *c)
-{
-    return 2 * round16(c->top_k) + 4 * scratch_row(c);
-}
-
 /* Columns a slot works on at a time, so that one block's products are
  * computed while the block is still in L1. */
 #define SLOT_BLOCK 256
+
+static int64_t scratch_floats(const ug_ctx *c)
+{
+    return 2 * round16(c->top_k) + SLOT_BLOCK + (2 + 2 * SLOTS_AT_ONCE) * scratch_row(c);
+}
+
+/*
+ * Puts the products p[0..width) of columns [b0, b0 + width) of a chunk
+ * into x through the chunk's first reduction step (ug_first_fold()), so
+ * that the step costs no pass of its own: with a first fold at distance d,
+ * x[i] = p[i] below d and x[i - d] = x[i - d] + p[i] from d on; without
+ * one, x[j] = p[2j] + p[2j + 1], and an odd last column moves up alone.
+ * Blocks come in column order and b0 is even.
+ */
+UG_ALWAYS_INLINE void first_step(const float *restrict p, int64_t b0, int64_t width, int64_t d,
+                                 float *restrict x)
+{
+    if (d == 0) {
+        ug_pair_level(x + b0 / 2, p, width / 2);
+        if (width & 1)
+            x[(b0 + width) / 2] = p[width - 1];
+        return;
+    }
+    int64_t below = d - b0 < width ? (d - b0 > 0 ? d - b0 : 0) : width;
+    for (int64_t j = 0; j < below; j++)
+        x[b0 + j] = p[j];
+    float *lo = x + b0 + below - d;
+    const float *hi = p + below;
+    for (int64_t j = 0; j < width - below; j++)
+        lo[j] = lo[j] + hi[j];
+}
+
+/* A row of permuted_tokens_grad going out with non-temporal stores as its
+ * blocks are done: only whole, aligned cache lines are streamed; the
+ * partial lines at either end are stored normally. */
+typedef struct ug_out_row {
+    char *dst;
+    const char *src;
+    int64_t bytes, head, done;
+} ug_out_row;
+
+static inline void out_row_start(ug_out_row *o, char *dst, const char *src, int64_t bytes)
+{
+    o->dst = dst;
+    o->src = src;
+    o->bytes = bytes;
+    o->head = (int64_t)(-(uintptr_t)dst & 63u);
+    o->head = o->head < bytes ? o->head : bytes;
+    o->done = 0;
+}
+
+/* The first `ready` bytes of src are final: store the partial line before
+ * the first boundary, then stream the whole lines. */
+static inline void out_row_advance(ug_out_row *o, int64_t ready, const ug_isa *isa)
+{
+    if (o->done < o->head) {
+        if (ready < o->head)
+            return;
+        memcpy(o->dst, o->src, (size_t)o->head);
+        o->done = o->head;
+    }
+    int64_t end = o->done + (ready - o->done) / 64 * 64;
+    if (end > o->done) {
+        isa->stream(o->dst + o->done, o->src + o->done, (size_t)(end - o->done));
+        o->done = end;
+    }
+}
+
+static inline void out_row_finish(ug_out_row *o)
+{
+    memcpy(o->dst + o->done, o->src + o->done, (size_t)(o->bytes - o->done));
+}
 
 /* One token of a plan with probs: the model of unpermute_grad_model.h. */
 UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratch,
@@ -445,8 +516,13 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
 {
     int64_t top_k = c->top_k, row = scratch_row(c);
     float *p = scratch, *acc = p + round16(top_k);
-    float *g_buf = acc + round16(top_k), *x = g_buf + row, *t = x + row;
-    char *out_buf = (char *)(t + row);
+    float *block = acc + round16(top_k), *g_buf = block + SLOT_BLOCK, *t = g_buf + row;
+    float *x[SLOTS_AT_ONCE];
+    char *out_buf[SLOTS_AT_ONCE];
+    for (int i = 0; i < SLOTS_AT_ONCE; i++) {
+        x[i] = t + row + 2 * i * row;
+        out_buf[i] = (char *)(x[i] + row);
+    }
     uint64_t rows = (uint64_t)c->rows;
     int64_t size = c->size, out_s1 = c->tokens_grad_s1;
     bool stream = isa->stream && out_s1 == 1;
@@ -481,39 +557,58 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
             nan_seen |= (uint32_t)(magnitude > 0x7f800000u);
             special_seen |= (uint32_t)(magnitude >= 0x7f800000u);
         }
-        for (int64_t k = 0; k < top_k; k++) {
-            /* Unsigned compare: a negative index is dropped like a large one. */
-            uint64_t s = (uint64_t)(int64_t)c->indices[(n * top_k + k) * c->indices_s];
-            if (s >= rows) {
-                acc[k] = acc[k] + (special_seen ? NAN : 0.0f);
-                continue;
+        for (int64_t k = 0; k < top_k;) {
+            /* The next slots whose rows exist; each slot's accumulator
+             * takes its chunks in order, whatever the grouping.  Unsigned
+             * compare: a negative index is dropped like a large one. */
+            int64_t slot[SLOTS_AT_ONCE], count = 0;
+            for (; k < top_k && count < SLOTS_AT_ONCE; k++) {
+                uint64_t s = (uint64_t)(int64_t)c->indices[(n * top_k + k) * c->indices_s];
+                if (s >= rows)
+                    acc[k] = acc[k] + (special_seen ? NAN : 0.0f);
+                else
+                    slot[count++] = k;
             }
-            char *out = c->tokens_grad + ((int64_t)s * c->tokens_grad_s0 + c0 * out_s1) * size;
-            const char *in = c->tokens + ((int64_t)s * c->tokens_s0 + c0 * c->tokens_s1) * size;
-            /* g * p is a NaN only from a NaN operand or 0 * inf */
-            uint32_t p_magnitude = fp_bits(p[k]) & 0x7fffffffu;
-            bool nan_product = nan_seen || p_magnitude >= 0x7f800000u ||
-                               (special_seen && p_magnitude == 0);
-            /* Blocks end on multiples of SLOT_BLOCK elements of the output's
-             * address, so that streamed blocks meet on whole cache lines. */
-            int64_t first = SLOT_BLOCK - (int64_t)((uintptr_t)out / (uintptr_t)size % SLOT_BLOCK);
-            for (int64_t b0 = 0, width; b0 < len; b0 += width) {
-                width = b0 == 0 ? first : SLOT_BLOCK;
-                width = width < len - b0 ? width : len - b0;
-                char *o = out + b0 * out_s1 * size;
-                char *to = stream ? out_buf : o;
-                const char *from = in + b0 * c->tokens_s1 * size;
-                if (nan_product || out_s1 != 1 || c->tokens_s1 != 1) {
-                    scale_pinned(t + b0, g + b0, p[k], width);
-                    narrow_row(c->dtype, t + b0, to, stream ? 1 : out_s1, width, isa);
-                    products(c->dtype, from, c->tokens_s1, g + b0, x + b0, width, isa);
-                } else {
-                    fused_block(c->dtype, from, g + b0, p[k], x + b0, to, width, isa);
-                }
+            const char *in[SLOTS_AT_ONCE];
+            char *out[SLOTS_AT_ONCE];
+            bool nan_product[SLOTS_AT_ONCE];
+            ug_out_row streamed[SLOTS_AT_ONCE];
+            for (int64_t i = 0; i < count; i++) {
+                int64_t s = (int64_t)c->indices[(n * top_k + slot[i]) * c->indices_s];
+                in[i] = c->tokens + (s * c->tokens_s0 + c0 * c->tokens_s1) * size;
+                out[i] = c->tokens_grad + (s * c->tokens_grad_s0 + c0 * out_s1) * size;
+                /* g * p is a NaN only from a NaN operand or 0 * inf */
+                uint32_t p_magnitude = fp_bits(p[slot[i]]) & 0x7fffffffu;
+                nan_product[i] = nan_seen || p_magnitude >= 0x7f800000u ||
+                                 (special_seen && p_magnitude == 0);
                 if (stream)
-                    isa->stream(o, out_buf, (size_t)(width * size));
+                    out_row_start(&streamed[i], out[i], out_buf[i], len * size);
             }
-            acc[k] = acc[k] + ug_reduce_chunk(x, t, len);
+            int64_t d = ug_first_fold(len);
+            for (int64_t b0 = 0; b0 < len; b0 += SLOT_BLOCK) {
+                int64_t width = len - b0 < SLOT_BLOCK ? len - b0 : SLOT_BLOCK;
+                for (int64_t i = 0; i < count; i++) {
+                    const char *from = in[i] + b0 * c->tokens_s1 * size;
+                    char *to = stream ? out_buf[i] + b0 * size : out[i] + b0 * out_s1 * size;
+                    if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
+                        scale_pinned(t, g + b0, p[slot[i]], width);
+                        narrow_row(c->dtype, t, to, stream ? 1 : out_s1, width, isa);
+                        products(c->dtype, from, c->tokens_s1, g + b0, block, width, isa);
+                    } else {
+                        fused_block(c->dtype, from, g + b0, p[slot[i]], block, to, width, isa);
+                    }
+                    first_step(block, b0, width, d, x[i]);
+                    if (stream)
+                        out_row_advance(&streamed[i], (b0 + width) * size, isa);
+                }
+            }
+            for (int64_t i = 0; i < count; i++) {
+                if (stream)
+                    out_row_finish(&streamed[i]);
+                float sum = d ? ug_reduce_folded(x[i], t, len, d)
+                              : ug_pairwise(x[i], t, (len + 1) / 2);
+                acc[slot[i]] = acc[slot[i]] + sum;
+            }
         }
     }
     for (int64_t k = 0; k < top_k; k++) {
@@ -606,19 +701,14 @@ __attribute__((target(UG_AVX2))) static void fused_fp16_avx2(const uint16_t *in,
     }
 }
 
-/* Non-temporal stores from the first 32-byte boundary of dst on: a row
- * of permuted_tokens_grad is not read again soon, and skipping the read
- * for ownership saves a third of its traffic. */
+/* Non-temporal stores of whole 64-byte lines, dst aligned: a row of
+ * permuted_tokens_grad is not read again soon, and skipping the read for
+ * ownership saves a third of its traffic. */
 __attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src,
                                                           size_t bytes)
 {
-    size_t head = (size_t)(-(uintptr_t)dst & 31u);
-    head = head < bytes ? head : bytes;
-    memcpy(dst, src, head);
-    size_t i = head;
-    for (; i + 32 <= bytes; i += 32)
+    for (size_t i = 0; i < bytes; i += 32)
         _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
-    memcpy(dst + i, src + i, bytes - i);
 }
 
 __attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src,
@@ -679,13 +769,8 @@ __attribute__((target(UG_AVX512))) static void fused_fp16_avx512(const uint16_t 
 __attribute__((target(UG_AVX512))) static void stream_avx512(char *dst, const char *src,
                                                               size_t bytes)
 {
-    size_t head = (size_t)(-(uintptr_t)dst & 63u);
-    head = head < bytes ? head : bytes;
-    memcpy(dst, src, head);
-    size_t i = head;
-    for (; i + 64 <= bytes; i += 64)
+    for (size_t i = 0; i < bytes; i += 64)
         _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
-    memcpy(dst + i, src + i, bytes - i);
 }
 
 __attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first,
