@@ -3,17 +3,21 @@
  * validation, the chip a plan's tiling follows, and the kernel that runs
  * the model of unpermute_grad_model.h over a plan.
  *
- * The kernel works token by token (threads take tokens, so no output
- * element depends on how many there are).  For a token it walks the
- * chunks of the tiling in column order; per chunk it widens the chunk of
- * g once, then for each slot writes the chunk of permuted_tokens_grad and
- * reduces the chunk's products, adding the chunk sum to the slot's
+ * The kernel works token by token (threads take runs of tokens, so no
+ * output element depends on how many there are).  For a token it walks
+ * the chunks of the tiling in column order; per chunk it widens the chunk
+ * of g once, then takes the slots four at a time, 256 columns at a time:
+ * one loop computes a block's products and its row of permuted_tokens_grad
+ * (so that the misses of the permuted_tokens rows overlap arithmetic), the
+ * block goes through the chunk's first reduction step at once, and the
+ * rest of the reduction follows per slot, its sum added to the slot's
  * accumulator.  The portable C is compiled once more for AVX2 and once for
  * AVX-512 (the same source with another target, chosen at run time like
  * the permute-grad kernel's paths), so the folds and the pairwise levels
  * vectorise without a line of the model being written twice; only the
  * fp16 conversions of a row use the F16C instructions, whose bits equal
- * fp.h's (src/permute_grad_x86.c says why, tests/test_fast_paths.c checks).
+ * fp.h's (src/permute_grad_x86.c says why, tests/test_fast_paths.c checks),
+ * and only the x86 paths stream large outputs with non-temporal stores.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -279,7 +283,7 @@ static void fused_fp16_portable(const uint16_t *in, const float *g, float p, flo
  * bf16 to float without making a signalling NaN quiet.  The kernel widens
  * with it where the quiet bit cannot show: a NaN product only ever reaches
  * probs_grad, which replaces any NaN by 0x7fc00000, and a NaN of g reaches
- * permuted_tokens_grad only through scale(), which sets the quiet bit
+ * permuted_tokens_grad only through scale_pinned(), which sets the quiet bit
  * itself.  It is a shift, which vectorises to one instruction.
  */
 static inline float bf16_bits_to_float(uint16_t h)
