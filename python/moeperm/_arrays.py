@@ -137,7 +137,8 @@ def _numpy_view(arr, name, codes, ndim, layout, out):
                 "byte order); pass an array with non-negative, element-aligned strides"
                 % (name, itemsize))
     elif not expressible:
-        arr = np.ascontiguousarray(arr, dtype=dt.newbyteorder("="))
+        # A fresh array is aligned, native and contiguous.
+        arr = np.array(arr, dtype=dt.newbyteorder("="), order="C")
         return _numpy_view(arr, name, codes, ndim, layout, out)
     return View(name, NUMPY, code, tuple(arr.shape), tuple(strides), ptr or None, arr)
 
