@@ -124,7 +124,7 @@ def _numpy_view(arr, name, codes, ndim, layout, out):
             expressible = False
             break
         strides.append(stride // itemsize)
-    ptr = arr.__array_interface__["data"][0]
+    ptr = arr.ctypes.data
     if arr.size and ptr % itemsize:
         expressible = False
     if out:

@@ -19,8 +19,8 @@ def _convert(array, src, dst):
     n = arr.size
     if n:
         status = _capi.function("moeperm_convert")(
-            arr.__array_interface__["data"][0], src,
-            result.__array_interface__["data"][0], dst, n)
+            arr.ctypes.data, src,
+            result.ctypes.data, dst, n)
         if status != _capi.SUCCESS:
             raise _capi.error_for(status)
     return _arrays.from_numpy(v, result)

@@ -49,7 +49,7 @@ def _int32_view(v, describe):
         return v
     arr = _int32_indices(v, describe)
     return _arrays.View(v.name, v.kind, INT32, arr.shape, tuple(s // 4 for s in arr.strides),
-                        arr.__array_interface__["data"][0] or None, arr)
+                        arr.ctypes.data or None, arr)
 
 
 def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padded_mode=False,
@@ -138,8 +138,8 @@ def route(expert_ids, num_experts=None):
                           % (i, value, experts - 1)).reshape(-1)
     result = np.empty(n, dtype=np.int32)
     status = _capi.function("moeperm_route_sorted_indices")(
-        flat.__array_interface__["data"][0] if n else None, n, experts,
-        result.__array_interface__["data"][0] if n else None)
+        flat.ctypes.data if n else None, n, experts,
+        result.ctypes.data if n else None)
     if status != _capi.SUCCESS:
         raise _capi.error_for(status)
     return _arrays.from_numpy(ids_view, result)
