@@ -18,6 +18,7 @@ Run it where the package finds libmoeperm, e.g.
     meson devenv -C build python3 python/benchmarks/bench_permute_grad.py
 """
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -64,7 +65,6 @@ def c_api(grad, idx, top_k, out):
     ix = _capi.tensor(_arrays.view(idx, "ix", (_capi.INT32,)))
     o = _capi.tensor(_arrays.view(out, "o", (_capi.FLOAT32, _capi.FLOAT16, _capi.BF16)))
     prepare, run = _capi.TOKEN_PERMUTE_GRAD.bind()
-    import ctypes
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(None)
     ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
 
@@ -84,6 +84,17 @@ def turns(fns, reps):
             fns[i]()
             times[i].append(time.perf_counter() - t0)
     return [(statistics.median(t), min(t)) for t in times]
+
+
+def large_shape(tokens, top_k, hidden, dtype, reps):
+    """(C in process, Python with out=, Python with a new result), each a
+    (median, best) of single calls taken in turns."""
+    grad, idx = inputs(tokens, top_k, hidden, dtype)
+    out = moeperm.moe_token_permute_grad(grad, idx, top_k)  # also warms the pages
+    return turns([
+        c_api(grad, idx, top_k, out),
+        lambda: moeperm.moe_token_permute_grad(grad, idx, top_k, out=out),
+        lambda: moeperm.moe_token_permute_grad(grad, idx, top_k)], reps)
 
 
 def samples(fn, reps, calls=1):
@@ -112,13 +123,7 @@ def main():
 
     c_median, c_best, threads = c_operator_seconds(a.moeperm, a.tokens, a.topk, a.hidden,
                                                    a.dtype, a.reps)
-    grad, idx = inputs(a.tokens, a.topk, a.hidden, a.dtype)
-    out = moeperm.moe_token_permute_grad(grad, idx, a.topk)  # also warms the pages
-    in_process, py_out, py_new = turns([
-        c_api(grad, idx, a.topk, out),
-        lambda: moeperm.moe_token_permute_grad(grad, idx, a.topk, out=out),
-        lambda: moeperm.moe_token_permute_grad(grad, idx, a.topk)], 3 * a.reps)
-    del grad
+    in_process, py_out, py_new = large_shape(a.tokens, a.topk, a.hidden, a.dtype, 3 * a.reps)
 
     # Tiny shape: what a call costs besides the operator.
     tiny_c, _, _ = c_operator_seconds(a.moeperm, 1, 1, 1, a.dtype, a.reps)

@@ -20,9 +20,7 @@ import sys
 
 import numpy as np
 
-from ._capi import BF16, FLOAT16, FLOAT32, INT8, INT32, INT64, DTYPE_NAMES
-
-BF16_NOTE = "np.uint16 arrays hold bf16 bit patterns"
+from ._capi import BF16, FLOAT16, FLOAT32, INT8, INT32, INT64
 
 _NUMPY_CODES = {np.dtype(np.float32): FLOAT32, np.dtype(np.float16): FLOAT16,
                 np.dtype(np.uint16): BF16, np.dtype(np.int8): INT8,
@@ -47,13 +45,6 @@ class View:
     def __init__(self, name, kind, dtype, shape, strides, ptr, owner):
         self.name, self.kind, self.dtype = name, kind, dtype
         self.shape, self.strides, self.ptr, self.owner = shape, strides, ptr, owner
-
-    @property
-    def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
 
 def _torch_module(obj):
@@ -167,7 +158,7 @@ def dtype_word(view):
     return (_TORCH_WORDS if view.kind == TORCH else _NUMPY_WORDS)[view.dtype]
 
 
-def empty(like, shape, code, name="result"):
+def empty(like, shape, code, name):
     """A new, uninitialised array of the kind of ``like`` (numpy or torch)
     and its View.  bf16 is np.uint16 for numpy, torch.bfloat16 for torch."""
     if like.kind == TORCH:
@@ -203,6 +194,3 @@ def from_numpy(like, arr):
 def numpy_dtype(code):
     return _NUMPY_DTYPES[code]
 
-
-__all__ = ["View", "view", "empty", "as_numpy", "from_numpy", "dtype_word", "BF16_NOTE",
-           "DTYPE_NAMES"]

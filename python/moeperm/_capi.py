@@ -28,9 +28,6 @@ INT32 = 3
 INT64 = 9
 BF16 = 27
 
-DTYPE_NAMES = {FLOAT32: "float32", FLOAT16: "float16", INT8: "int8", INT32: "int32",
-               INT64: "int64", BF16: "bf16"}
-
 
 class Error(Exception):
     """A refusal or failure reported by libmoeperm.
@@ -130,21 +127,24 @@ def tensor(view):
     strides = (c_int64 * ndim)(*view.strides)
     handle = function("moeperm_tensor_create")(dims, ndim, view.dtype, strides, 0, view.ptr)
     if not handle:
-        raise error_for(ERR_PARAM_INVALID)
+        message = _lib.moeperm_last_error().decode("utf-8", "replace")
+        raise error_for(ERR_INNER if message.startswith("out of memory") else ERR_PARAM_INVALID,
+                        message)
     return handle
 
 
 # Parameter kinds of a two-phase call, in the C argument list:
-TENSOR = "tensor"          # const moeperm_tensor *, required
-OPT_TENSOR = "opt_tensor"  # const moeperm_tensor *, NULL when the value is None
-INT64 = "int64"            # int64_t
-BOOL = "bool"              # bool
-SHAPE = "shape"            # const int64_t *, uint64_t length; NULL, 0 when None
-OUT = "out"                # moeperm_tensor *, required
-OPT_OUT = "opt_out"        # moeperm_tensor *, NULL when the value is None
+ARG_TENSOR = "tensor"          # const moeperm_tensor *, required
+ARG_OPT_TENSOR = "opt_tensor"  # const moeperm_tensor *, NULL when the value is None
+ARG_INT64 = "int64"            # int64_t
+ARG_BOOL = "bool"              # bool
+ARG_SHAPE = "shape"            # const int64_t *, uint64_t length; NULL, 0 when None
+ARG_OUT = "out"                # moeperm_tensor *, required
+ARG_OPT_OUT = "opt_out"        # moeperm_tensor *, NULL when the value is None
 
-_CTYPES = {TENSOR: [c_void_p], OPT_TENSOR: [c_void_p], INT64: [c_int64], BOOL: [c_bool],
-           SHAPE: [POINTER(c_int64), c_uint64], OUT: [c_void_p], OPT_OUT: [c_void_p]}
+_CTYPES = {ARG_TENSOR: [c_void_p], ARG_OPT_TENSOR: [c_void_p], ARG_INT64: [c_int64],
+           ARG_BOOL: [c_bool], ARG_SHAPE: [POINTER(c_int64), c_uint64], ARG_OUT: [c_void_p],
+           ARG_OPT_OUT: [c_void_p]}
 
 
 class Operator:
@@ -170,8 +170,8 @@ class Operator:
 
 
 TOKEN_PERMUTE_GRAD = Operator("token_permute_grad", [
-    ("permuted_output_grad", TENSOR), ("sorted_indices", TENSOR), ("num_topk", INT64),
-    ("padded_mode", BOOL), ("out", OUT)])
+    ("permuted_output_grad", ARG_TENSOR), ("sorted_indices", ARG_TENSOR),
+    ("num_topk", ARG_INT64), ("padded_mode", ARG_BOOL), ("out", ARG_OUT)])
 
 
 def call(op, values, prepare=None, run=None):
@@ -186,17 +186,18 @@ def call(op, values, prepare=None, run=None):
     try:
         for name, kind in op.params:
             value = values[name]
-            if kind in (TENSOR, OUT) or (kind in (OPT_TENSOR, OPT_OUT) and value is not None):
+            if kind in (ARG_TENSOR, ARG_OUT) or (kind in (ARG_OPT_TENSOR, ARG_OPT_OUT)
+                                                 and value is not None):
                 handle = tensor(value)
                 tensors.append(handle)
                 args.append(handle)
-            elif kind in (OPT_TENSOR, OPT_OUT):
+            elif kind in (ARG_OPT_TENSOR, ARG_OPT_OUT):
                 args.append(None)
-            elif kind == INT64:
+            elif kind == ARG_INT64:
                 args.append(value)
-            elif kind == BOOL:
+            elif kind == ARG_BOOL:
                 args.append(bool(value))
-            elif value is None:  # SHAPE
+            elif value is None:  # ARG_SHAPE
                 args += [None, 0]
             else:
                 args += [(c_int64 * len(value))(*value), len(value)]

@@ -96,7 +96,7 @@ def test_import_does_not_import_torch():
 
 def test_operator_the_library_lacks_fails_only_when_called():
     from moeperm import _capi
-    op = _capi.Operator("token_frobnicate", [("x", _capi.TENSOR)])
+    op = _capi.Operator("token_frobnicate", [("x", _capi.ARG_TENSOR)])
     with pytest.raises(NotImplementedError,
                        match=r"^moeperm_token_frobnicate_get_workspace_size is not exported by "
                              r"libmoeperm \S+ at .*; this function needs a newer libmoeperm$"):

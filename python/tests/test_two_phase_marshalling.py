@@ -9,8 +9,9 @@ import pytest
 from moeperm import _arrays, _capi
 
 OP = _capi.Operator("stub_every_kind", [
-    ("a", _capi.TENSOR), ("b", _capi.OPT_TENSOR), ("k", _capi.INT64), ("flag", _capi.BOOL),
-    ("shape", _capi.SHAPE), ("out", _capi.OUT), ("extra", _capi.OPT_OUT)])
+    ("a", _capi.ARG_TENSOR), ("b", _capi.ARG_OPT_TENSOR), ("k", _capi.ARG_INT64),
+    ("flag", _capi.ARG_BOOL), ("shape", _capi.ARG_SHAPE), ("out", _capi.ARG_OUT),
+    ("extra", _capi.ARG_OPT_OUT)])
 
 PREPARE = ctypes.CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int64, c_bool, POINTER(c_int64),
                            c_uint64, c_void_p, c_void_p, POINTER(c_uint64), POINTER(c_void_p))
