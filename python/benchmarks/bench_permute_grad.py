@@ -69,8 +69,9 @@ def c_api(grad, idx, top_k, out):
     ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
 
     def call():
-        if prepare(g, ix, top_k, False, o, ws_ref, ex_ref) or run(None, 0, ex, None):
-            raise RuntimeError(_capi.error_for(1).args[0])
+        status = prepare(g, ix, top_k, False, o, ws_ref, ex_ref) or run(None, 0, ex, None)
+        if status:
+            raise _capi.error_for(status)
     return call
 
 

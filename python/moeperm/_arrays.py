@@ -96,7 +96,9 @@ def view(obj, name, codes, ndim=None, layout="", out=False):
 
 def _numpy_view(arr, name, codes, ndim, layout, out):
     dt = arr.dtype
-    code = _NUMPY_CODES.get(dt.newbyteorder("="))
+    code = _NUMPY_CODES.get(dt)
+    if code is None and not dt.isnative:
+        code = _NUMPY_CODES.get(dt.newbyteorder("="))
     if code not in codes:
         hint = ""
         if dt.name == "bfloat16" or dt == np.int16:

@@ -119,12 +119,16 @@ def version():
     return _lib.moeperm_version().decode()
 
 
+_INT64_ARRAYS = [c_int64 * n for n in range(9)]
+
+
 def tensor(view):
     """A moeperm_tensor describing ``view`` (an ``_arrays.View``); the caller
     destroys it."""
     ndim = len(view.shape)
-    dims = (c_int64 * ndim)(*view.shape)
-    strides = (c_int64 * ndim)(*view.strides)
+    array_type = _INT64_ARRAYS[ndim] if ndim < len(_INT64_ARRAYS) else c_int64 * ndim
+    dims = array_type(*view.shape)
+    strides = array_type(*view.strides)
     handle = function("moeperm_tensor_create")(dims, ndim, view.dtype, strides, 0, view.ptr)
     if not handle:
         message = _lib.moeperm_last_error().decode("utf-8", "replace")
