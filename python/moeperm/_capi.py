@@ -178,6 +178,13 @@ TOKEN_PERMUTE_GRAD = Operator("token_permute_grad", [
     ("num_topk", ARG_INT64), ("padded_mode", ARG_BOOL), ("out", ARG_OUT)])
 
 
+def _int64(name, value):
+    # ctypes would wrap a larger value silently into another number.
+    if not -(1 << 63) <= value < (1 << 63):
+        raise refuse("%s = %d does not fit in int64" % (name, value))
+    return value
+
+
 def call(op, values, prepare=None, run=None):
     """Runs ``op`` with ``values`` (parameter name -> View, int, bool, shape
     tuple or None) through both phases.  ``prepare`` and ``run`` replace the
@@ -198,12 +205,13 @@ def call(op, values, prepare=None, run=None):
             elif kind in (ARG_OPT_TENSOR, ARG_OPT_OUT):
                 args.append(None)
             elif kind == ARG_INT64:
-                args.append(value)
+                args.append(_int64(name, value))
             elif kind == ARG_BOOL:
                 args.append(bool(value))
             elif value is None:  # ARG_SHAPE
                 args += [None, 0]
             else:
+                value = [_int64("%s[%d]" % (name, i), v) for i, v in enumerate(value)]
                 args += [(c_int64 * len(value))(*value), len(value)]
         workspace_size = c_uint64(0)
         executor = c_void_p(None)

@@ -92,3 +92,13 @@ def test_failed_run_raises_its_status():
     with pytest.raises(_capi.Error) as e:
         _capi.call(OP, values(), prepare, run)
     assert e.value.status == 361001 and not isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("change,sentence", [
+    (dict(k=1 << 63), r"^k = 9223372036854775808 does not fit in int64$"),
+    (dict(shape=(1, -(1 << 63) - 1)), r"^shape\[1\] = -9223372036854775809 does not fit in int64$")])
+def test_integers_beyond_int64_are_refused_not_wrapped(change, sentence):
+    prepare, run, seen = stubs()
+    with pytest.raises(_capi.Error, match=sentence) as e:
+        _capi.call(OP, values(**change), prepare, run)
+    assert e.value.status == 161002 and "prepare" not in seen
