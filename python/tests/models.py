@@ -137,8 +137,8 @@ def random_grad(rng, shape, dtype, spread=None):
     exponent = rng.integers(125, 130, size, dtype=np.uint32)
     mantissa = rng.integers(0, 1 << 23, size, dtype=np.uint32)
     big = rng.integers(0, 3, size) == 0
-    exponent = np.where(big, np.uint32(127 + spread - 2) + rng.integers(0, 2, size, dtype=np.uint32),
-                        exponent)
+    top = np.uint32(127 + spread - 2) + rng.integers(0, 2, size, dtype=np.uint32)
+    exponent = np.where(big, top, exponent)
     mantissa = np.where(big, np.uint32(0), mantissa)
     values = (sign | (exponent << np.uint32(23)) | mantissa).view(np.float32).reshape(shape)
     if dtype == np.uint16:

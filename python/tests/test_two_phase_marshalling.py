@@ -96,7 +96,8 @@ def test_failed_run_raises_its_status():
 
 @pytest.mark.parametrize("change,sentence", [
     (dict(k=1 << 63), r"^k = 9223372036854775808 does not fit in int64$"),
-    (dict(shape=(1, -(1 << 63) - 1)), r"^shape\[1\] = -9223372036854775809 does not fit in int64$")])
+    (dict(shape=(1, -(1 << 63) - 1)),
+     r"^shape\[1\] = -9223372036854775809 does not fit in int64$")])
 def test_integers_beyond_int64_are_refused_not_wrapped(change, sentence):
     prepare, run, seen = stubs()
     with pytest.raises(_capi.Error, match=sentence) as e:
