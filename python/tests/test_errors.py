@@ -135,3 +135,27 @@ def test_error_repr_and_str():
     e = refused(r"^padded_mode", padded_mode=True)
     assert str(e) == "padded_mode = true is not supported; only false is"
     assert repr(e).startswith("moeperm.Error(MOEPERM_ERR_PARAM_INVALID, ")
+
+
+def test_threads_each_get_their_own_error_sentence():
+    import threading
+    failures = []
+
+    def worker(t):
+        idx = np.arange(8, dtype=np.int32)
+        idx[3] = 100 + t
+        for _ in range(200):
+            try:
+                moeperm.moe_token_permute_grad(GRAD, idx, 2)
+                failures.append("thread %d: no error" % t)
+            except moeperm.Error as e:
+                if str(e) != "sorted_indices[3] = %d is outside [0, 7]" % (100 + t):
+                    failures.append("thread %d: %s" % (t, e))
+            moeperm.moe_token_permute_grad(GRAD, IDX, 2)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
