@@ -41,28 +41,29 @@ def _recorded_dirs():
     return [_paths.LIBDIR]
 
 
+# Where each library is built, below the build directory: the build tree
+# mirrors the source tree.
+_BUILD_SUBDIRS = {"moeperm": "src"}
+
+
 def _source_tree_dirs(stem):
-    # python/moeperm/ -> the checkout root; the library's build directory
-    # mirrors its source directory (src/ for libmoeperm).
-    root = os.path.dirname(os.path.dirname(_HERE))
-    if not os.path.isfile(os.path.join(root, "meson.build")):
+    root = os.path.dirname(os.path.dirname(_HERE))  # python/moeperm/ -> the checkout
+    if not os.path.isfile(os.path.join(root, "meson.build")) or stem not in _BUILD_SUBDIRS:
         return []
-    sub = {"moeperm": "src"}.get(stem, "src")
-    return [os.path.join(root, "build", sub)]
+    return [os.path.join(root, "build", _BUILD_SUBDIRS[stem])]
 
 
 def _try_dirs(dirs, names, origin, looked):
     for d in dirs:
-        for name in names:
-            path = os.path.join(d, name)
-            if not os.path.exists(path):
-                continue
-            try:
-                return ctypes.CDLL(path), path
-            except OSError as e:
-                looked.append("%s (%s): %s could not be loaded: %s" % (d, origin, name, e))
-                return None, None
-        looked.append("%s (%s): no %s" % (d, origin, " or ".join(names)))
+        path = next((os.path.join(d, n) for n in names if os.path.exists(os.path.join(d, n))),
+                    None)
+        if path is None:
+            looked.append("%s (%s): no %s" % (d, origin, " or ".join(names)))
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            looked.append("%s (%s): %s could not be loaded: %s" % (d, origin, path, e))
     return None, None
 
 

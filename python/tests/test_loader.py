@@ -101,3 +101,20 @@ def test_operator_the_library_lacks_fails_only_when_called():
                        match=r"^moeperm_token_frobnicate_get_workspace_size is not exported by "
                              r"libmoeperm \S+ at .*; this function needs a newer libmoeperm$"):
         op.bind()
+
+
+def test_library_that_cannot_be_loaded_is_named_and_the_next_directory_tried(tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "libmoeperm.so.0").write_bytes(b"not an ELF file")
+    libdir = os.path.dirname(moeperm.library_path)
+    code = "import moeperm; print(moeperm.library_path)"
+    r = run_python(code, {"MOEPERM_LIBRARY_DIR": str(broken)}, str(tmp_path),
+                   os.path.dirname(PACKAGE))
+    assert r.returncode == 1
+    assert "%s (MOEPERM_LIBRARY_DIR): %s could not be loaded: " % (
+        broken, broken / "libmoeperm.so.0") in r.stderr
+    r = run_python(code, {"MOEPERM_LIBRARY_DIR": os.pathsep.join([str(broken), libdir])},
+                   str(tmp_path), os.path.dirname(PACKAGE))
+    assert r.returncode == 0, r.stderr
+    assert os.path.dirname(r.stdout.strip()) == libdir
