@@ -322,10 +322,10 @@ char *golden_judgement_summary(const golden_judgement *j)
             fprintf(f, "%s: ", o->expected->name);
         if (o->verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE)
             fprintf(f, "within %" PRIu64 " ulp, not bit-exact: ", j->max_ulp);
-        if (o->diagnosed && o->diagnosis.count > 0)
-            fprintf(f, "%s%s: ", o->diagnosis.finding[0].id,
-                    o->diagnosis.finding[0].exact ? "" : "?");
         fputs(line ? line : "elements differ", f);
+        if (o->diagnosed && o->diagnosis.count > 0)
+            fprintf(f, "; diagnosis: %s%s", o->diagnosis.finding[0].id,
+                    o->diagnosis.finding[0].exact ? "" : " (partly)");
         free(line);
         first = false;
     }
