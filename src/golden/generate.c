@@ -696,8 +696,13 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
     case GOLDEN_VALUES_GRAD_INF:
         return g->role == ROLE_GRAD && (t & 1) ? poisoned(f, h, d0, normal) : normal;
     case GOLDEN_VALUES_CANCEL:
-        if (g->role == ROLE_GRAD)
-            return ((h & 1) ? f->sign : 0) | pow2(f, 7 * (int)((h >> 1) % 3));
+        if (g->role == ROLE_GRAD) {
+            /* +-2^-E, +-1, +-2^E in pairs of columns, E = 24 (fp16: 14):
+             * the products span more than 24 bits, so which small ones
+             * are absorbed depends on the order of the adds. */
+            int e = f->dtype == MOEPERM_FLOAT16 ? 14 : 24;
+            return ((h & 1) ? f->sign : 0) | pow2(f, e * ((int)((h >> 1) % 3) - 1));
+        }
         return narrow(f, (float)(1.0 + normal_exact(d0, d1) / 4));
     case GOLDEN_VALUES_TINY:
         return compose(f, d0 & 1, f->dtype == MOEPERM_FLOAT16 ? -14 : -70,

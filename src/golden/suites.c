@@ -631,7 +631,7 @@ static void suite_unpermute_products(spec_list *l)
         {MOEPERM_FLOAT, MOEPERM_FLOAT16}, {MOEPERM_BF16, MOEPERM_BF16}};
     static const pair subnormal[] = {
         {MOEPERM_FLOAT, MOEPERM_FLOAT},   {MOEPERM_BF16, MOEPERM_FLOAT},
-        {MOEPERM_BF16, MOEPERM_BF16},     {MOEPERM_FLOAT16, MOEPERM_FLOAT},
+        {MOEPERM_BF16, MOEPERM_BF16},     {MOEPERM_FLOAT, MOEPERM_FLOAT16},
         {MOEPERM_BF16, MOEPERM_FLOAT16},  {MOEPERM_FLOAT16, MOEPERM_FLOAT16}};
     static const pair overflow[] = {
         {MOEPERM_BF16, MOEPERM_BF16},     {MOEPERM_BF16, MOEPERM_FLOAT},
@@ -649,8 +649,8 @@ static void suite_unpermute_products(spec_list *l)
          "their negation under another prob (the residue shows the rounding in any dtype); "
          "exact when both dtypes are 16-bit"},
         {GOLDEN_VALUES_PRODUCT_SUBNORMAL, subnormal, 6, 12,
-         "products in the fp32 subnormal range (gradual underflow, ties at the bottom) and "
-         "their sums; flush to zero?"},
+         "products in the fp32 subnormal range (gradual underflow, ties at the bottom), "
+         "subnormal fp16 probs; flush to zero? (fp16 tokens: the narrowing underflows)"},
         {GOLDEN_VALUES_PRODUCT_OVERFLOW, overflow, 5, 16,
          "largest finite tokens times probs 2 to 16: fp32 products overflow to inf (bf16, "
          "fp32), or the fp16 narrowing does; inf - inf; a product exactly the largest finite"},
@@ -850,9 +850,9 @@ static void suite_unpermute_grad_values(spec_list *l)
         snprintf(name, sizeof name, "%s-cancel-h%" PRId64 "%s", pn, cancel[i].h,
                  cancel[i].big_ub ? "-ub261888" : "");
         add_named(l, s, name,
-                  "%sproducts +-1, +-128, +-16384 times values near 1 that cancel in pairs: "
-                  "the sum depends on the order. A mismatch within a few ulp of the exact value: "
-                  "another order%s",
+                  "%sg is +-2^-24, +-1, +-2^24 by pairs of columns, the tokens near 1: pairs "
+                  "cancel, small products are absorbed or not by the order. A mismatch within a "
+                  "few ulp of the exact value: another order%s",
                   cancel[i].big_ub ? "for a 261888-byte unified buffer: " : "",
                   cancel[i].h >= 4096 ? " of a long chunk" : "");
     }
@@ -896,18 +896,19 @@ static void suite_unpermute_grad_values(spec_list *l)
     add_named(l, s, "bf16-pbf16-nan-inf-t8-k4-h16",
               "NaN and inf in the permuted tokens and the gradient: NaN probs_grad is the quiet "
               "NaN; differences that vanish without --strict-nan are NaN bits");
-    static const pair products[] = {{MOEPERM_BF16, MOEPERM_FLOAT},
-                                    {MOEPERM_FLOAT, MOEPERM_FLOAT},
-                                    {MOEPERM_FLOAT16, MOEPERM_FLOAT},
+    static const pair products[] = {{MOEPERM_FLOAT, MOEPERM_FLOAT},
+                                    {MOEPERM_FLOAT, MOEPERM_BF16},
+                                    {MOEPERM_BF16, MOEPERM_FLOAT},
                                     {MOEPERM_FLOAT16, MOEPERM_FLOAT16}};
     static const golden_values kinds[] = {GOLDEN_VALUES_PRODUCT_ROUNDING,
                                           GOLDEN_VALUES_PRODUCT_SUBNORMAL,
                                           GOLDEN_VALUES_PRODUCT_OVERFLOW};
     static const char *const why[] = {
-        "g * p ties in fp32 (stay or round up to even). A mismatch in permuted_tokens_grad: "
-        "the product is not one RNE multiply (FMA, or another rounding)",
-        "g * p in the fp32 subnormals. A mismatch of zeros in permuted_tokens_grad: the device "
-        "flushes subnormal products",
+        "g * p ties in fp32 (stay or round up to even), seen in fp32 permuted_tokens_grad "
+        "(16-bit tokens: exact or hidden by the narrowing). A mismatch there: the product is "
+        "not one RNE multiply",
+        "g * p in the fp32 subnormals (fp16 tokens: underflowing the narrowing). A mismatch of "
+        "zeros in permuted_tokens_grad: the device flushes subnormal products",
         "g * p beyond the largest finite: inf (or, for fp16, an overflowing narrowing). A "
         "largest finite instead of inf: the device saturates"};
     for (size_t k = 0; k < 3; k++)
