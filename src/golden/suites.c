@@ -785,8 +785,8 @@ static void suite_unpermute_grad_chunks(spec_list *l)
     golden_spec s = grad_spec(MOEPERM_FLOAT, MOEPERM_FLOAT, 1, 2, 5000);
     s.num_rows = 1;
     add_named(l, s, "float32-pfloat32-k2-h5000-one-chunk",
-              "fp32, top_k 2, hidden 5000: one chunk on the A2. Pairs with the top_k 512 case: "
-              "a mismatch in one only says the chunking depends on top_k differently");
+              "fp32, top_k 2, hidden 5000: one chunk on the A2, where top_k 512 cuts two. A "
+              "mismatch in one of the pair only: the chunking depends on top_k otherwise");
     s = grad_spec(MOEPERM_FLOAT, MOEPERM_FLOAT, 1, 512, 5000);
     s.num_rows = 2;
     s.num_experts = 1024;
@@ -878,24 +878,26 @@ static void suite_unpermute_grad_values(spec_list *l)
     s.num_rows = 5;
     add_named(l, s, "bf16-pfloat32-grad-inf-rows5-of-16",
               "inf and NaN in the gradient of odd tokens, 11 of 16 slots dropped: a dropped "
-              "slot's probs_grad is 0 * g, NaN there (+0 for even tokens). A number instead "
-              "of NaN: the device skips dropped rows");
+              "slot's probs_grad is 0 * g, NaN there (+0 for even tokens). A mismatch of a "
+              "number for NaN: the device skips dropped rows");
     s = grad_spec(MOEPERM_FLOAT16, MOEPERM_FLOAT16, 4, 4, 16);
     s.values = GOLDEN_VALUES_GRAD_INF;
     add_named(l, s, "float16-pfloat16-grad-inf-t4-k4-h16",
               "inf and NaN in the gradient of odd tokens, no row dropped: inf times probs in "
-              "permuted_tokens_grad, inf - inf in probs_grad");
+              "permuted_tokens_grad, inf - inf in probs_grad. A mismatch: inf and NaN do not "
+              "pass through the product and the sum as in IEEE arithmetic");
     s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 8, 4, 16);
     s.values = GOLDEN_VALUES_MASKING;
     s.probs_values = GOLDEN_VALUES_MASKING;
     add_named(l, s, "bf16-pfloat32-masking-t8-k4-h16",
               "probs +0/-0 whose rows hold inf and NaN: permuted_tokens_grad is g * +-0, a "
-              "signed zero; probs_grad is the dot product with the poisoned row, inf or NaN");
+              "signed zero; probs_grad is the dot product with that row, inf or NaN. A "
+              "mismatch: a zero prob skips work it should not");
     s = grad_spec(MOEPERM_BF16, MOEPERM_BF16, 8, 4, 16);
     s.values = GOLDEN_VALUES_NAN_INF;
     add_named(l, s, "bf16-pbf16-nan-inf-t8-k4-h16",
-              "NaN and inf in the permuted tokens and the gradient: NaN probs_grad is the quiet "
-              "NaN; differences that vanish without --strict-nan are NaN bits");
+              "NaN and inf in the permuted tokens and the gradient. A mismatch that vanishes "
+              "without --strict-nan: NaN bits only (the model gives the quiet NaN)");
     static const pair products[] = {{MOEPERM_FLOAT, MOEPERM_FLOAT},
                                     {MOEPERM_FLOAT, MOEPERM_BF16},
                                     {MOEPERM_BF16, MOEPERM_FLOAT},
@@ -910,7 +912,7 @@ static void suite_unpermute_grad_values(spec_list *l)
         "g * p in the fp32 subnormals (fp16 tokens: underflowing the narrowing). A mismatch of "
         "zeros in permuted_tokens_grad: the device flushes subnormal products",
         "g * p beyond the largest finite: inf (or, for fp16, an overflowing narrowing). A "
-        "largest finite instead of inf: the device saturates"};
+        "mismatch of the largest finite for inf: the device saturates"};
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
             s = grad_spec(products[i].tokens, products[i].probs, 8, 4, 24);
