@@ -102,6 +102,7 @@ typedef struct golden_recipe {
     char *probs_values;  /* the value kind of probs, when the case has them */
     int64_t num_experts; /* routed only */
     int64_t hot_percent; /* routed only */
+    bool sentinels;      /* MoeTokenPermute: some expert ids are the index dtype's min/max */
 } golden_recipe;
 
 typedef struct golden_case {
@@ -302,7 +303,17 @@ typedef enum golden_values {
     GOLDEN_VALUES_OVERFLOW,  /* overflow in the sum and in the narrowing */
     GOLDEN_VALUES_ROUNDING,  /* RNE ties, cancellation, signed zero */
     GOLDEN_VALUES_NEGZERO,   /* every element -0.0 */
-    GOLDEN_VALUES_BITS       /* uniformly random bit patterns */
+    GOLDEN_VALUES_BITS,      /* uniformly random bit patterns */
+    /* Kinds whose tensors are made together, keyed by the same draws, so
+     * that a token value meets the prob it is meant for: */
+    GOLDEN_VALUES_MASKING,   /* probs +0/-0 exactly where the permuted rows hold inf and NaN */
+    GOLDEN_VALUES_GRAD_INF,  /* inf and NaN in the gradient of every odd token */
+    GOLDEN_VALUES_PRODUCT_ROUNDING,  /* fp32 product ties, cancelling products */
+    GOLDEN_VALUES_PRODUCT_SUBNORMAL, /* products in the fp32 subnormal range */
+    GOLDEN_VALUES_PRODUCT_OVERFLOW,  /* products and sums beyond the largest finite */
+    GOLDEN_VALUES_CANCEL,    /* dot products that cancel: the sum depends on its order */
+    GOLDEN_VALUES_TINY,      /* dot products too small for bf16/fp16: signed zeros */
+    GOLDEN_VALUES_ONE        /* probs: every one 1.0 (the other tensors normal) */
 } golden_values;
 
 /* Everything that decides a generated case: the same spec gives the same

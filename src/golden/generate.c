@@ -27,8 +27,11 @@
 /* ---------------------------------------------------------------------- */
 
 static const char *const routing_names[] = {"routed", "identity", "reverse", "random"};
-static const char *const values_names[] = {"normal",   "nan-inf", "subnormal", "overflow",
-                                           "rounding", "negzero", "bits"};
+static const char *const values_names[] = {
+    "normal",           "nan-inf",           "subnormal",        "overflow",
+    "rounding",         "negzero",           "bits",             "masking",
+    "grad-inf",         "product-rounding",  "product-subnormal", "product-overflow",
+    "cancel",           "tiny",              "one"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -69,7 +72,8 @@ const char *golden_routing_names(void)
 
 const char *golden_values_names(void)
 {
-    return "normal, nan-inf, subnormal, overflow, rounding, negzero, bits";
+    return "normal, nan-inf, subnormal, overflow, rounding, negzero, bits, masking, grad-inf, "
+           "product-rounding, product-subnormal, product-overflow, cancel, tiny, one";
 }
 
 static const char *op_short_name(moeperm_op op)
@@ -201,11 +205,13 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
                  s->num_rows, slots);
         return -1;
     }
-    if (op == MOEPERM_OP_PERMUTE && (s->num_out_tokens < -slots || s->num_out_tokens > slots)) {
+    /* Any count is the operator's to resolve (<= 0 counts back from N*K,
+     * then a clamp to [0, N*K]); only the manifest's bound applies. */
+    if (op == MOEPERM_OP_PERMUTE &&
+        (s->num_out_tokens < -GOLDEN_MAX_DIM || s->num_out_tokens > GOLDEN_MAX_DIM)) {
         snprintf(err, err_len,
-                 "num_out_tokens is %" PRId64 ", expected -%" PRId64 " to %" PRId64
-                 " (tokens_num*top_k)",
-                 s->num_out_tokens, slots, slots);
+                 "num_out_tokens is %" PRId64 ", expected -%" PRId64 " to %" PRId64,
+                 s->num_out_tokens, GOLDEN_MAX_DIM, GOLDEN_MAX_DIM);
         return -1;
     }
     uint64_t bytes;
@@ -332,7 +338,7 @@ static int make_indices(const golden_spec *s, int32_t *indices, char *err, size_
 typedef struct format {
     moeperm_dtype dtype;
     int mantissa; /* stored mantissa bits: 23, 10, 7 */
-    int emax;     /* exponent of the largest finite value */
+    int emax;     /* exponent of the largest finite value (also the bias) */
     uint32_t sign, inf, max, one, qnan;
 } format;
 
@@ -376,12 +382,17 @@ static uint32_t pow2(const format *f, int e)
  * further by 2^-e with e from the top 3 bits of d1, computed exactly in
  * double and rounded once to binary32 (then to the format, both RNE).
  */
-static float normal_value(uint64_t d0, uint64_t d1)
+static double normal_exact(uint64_t d0, uint64_t d1)
 {
     int64_t sum = (int64_t)(d0 & 0xffffff) + (int64_t)((d0 >> 24) & 0xffffff) +
                   (int64_t)(d1 & 0xffffff) + (int64_t)((d1 >> 24) & 0xffffff);
     int e = (int)(d1 >> 61);
-    return (float)ldexp((double)(sum - (INT64_C(1) << 25)), -25 - e);
+    return ldexp((double)(sum - (INT64_C(1) << 25)), -25 - e);
+}
+
+static float normal_value(uint64_t d0, uint64_t d1)
+{
+    return (float)normal_exact(d0, d1);
 }
 
 /* A NaN with random sign and payload; quiet unless signalling is asked,
@@ -522,12 +533,240 @@ static uint32_t kind_rounding(const format *f, const element *e, uint32_t normal
 
 static const int scenario_count[] = {1, 8, 6, 6, 11, 1, 1};
 
+/* Which tensor a generator fills: the coordinated kinds give each its own
+ * part of the recipe. */
+typedef enum role {
+    ROLE_PERMUTED, /* element (t, k, h) of a permuted tensor, stored in a row */
+    ROLE_TOKENS,   /* MoeTokenPermute's tokens [T, H] */
+    ROLE_GRAD,     /* MoeTokenUnpermuteGrad's unpermuted_tokens_grad [T, H] */
+    ROLE_PROBS     /* probs [T, K] */
+} role;
+
 typedef struct generator {
     format f;
     golden_values values;
-    int64_t top_k, hidden;
+    int64_t top_k, hidden; /* of the draw numbering: (t * top_k + k) * hidden + h */
     uint64_t value_key, pick_key;
+    role role;
+    /* The case, for the coordinated kinds: its top_k and hidden_size, the
+     * formats of the tokens and of probs, and the key of the slot draws. */
+    int64_t slots, columns;
+    format tokens, probs;
+    uint64_t slot_key;
 } generator;
+
+/* p, q, r: distinct slots of a (token, column) from its pick draw dp (p
+ * from the high 32 bits, q and r from the low 32); all p when K = 1. */
+static void pick_slots(element *e, int64_t top_k)
+{
+    e->p = (int64_t)prng_below(e->dp, (uint64_t)top_k);
+    e->q = e->p;
+    e->r = e->p;
+    if (top_k > 1) {
+        uint64_t low = (e->dp & 0xffffffffu) << 32;
+        e->q = (e->p + 1 + (int64_t)prng_below(low, (uint64_t)top_k - 1)) % top_k;
+        e->r = (e->q + 1) % top_k;
+        if (e->r == e->p)
+            e->r = (e->r + 1) % top_k;
+    }
+}
+
+/* The draw of slot (t, k) that the coordinated kinds share between probs
+ * and the rows that slot owns. */
+static uint64_t slot_draw(const generator *g, int64_t t, int64_t k)
+{
+    return prng_draw(g->slot_key, (uint64_t)t * (uint64_t)g->slots + (uint64_t)k);
+}
+
+/* Raw bits sign | 2^e * (1 + mant / 2^m) for a normal exponent e. */
+static uint32_t compose(const format *f, bool negative, int e, uint32_t mant)
+{
+    return (negative ? f->sign : 0) | ((uint32_t)(e + f->emax) << f->mantissa) | mant;
+}
+
+static uint32_t random_mantissa(const format *f, uint64_t d)
+{
+    return (uint32_t)(d >> 40) & ((1u << f->mantissa) - 1u);
+}
+
+static int min_normal_exponent(const format *f)
+{
+    return 1 - f->emax;
+}
+
+/* masking: a quarter of the slots (slot draw & 3 == 0) are masked. */
+static bool slot_masked(const generator *g, int64_t t, int64_t k)
+{
+    return (slot_draw(g, t, k) & 3u) == 0;
+}
+
+/* inf, -inf, a quiet NaN, a number: the four columns of a poisoned row. */
+static uint32_t poisoned(const format *f, int64_t h, uint64_t d0, uint32_t normal)
+{
+    switch (h % 4) {
+    case 0:
+        return f->inf;
+    case 1:
+        return f->sign | f->inf;
+    case 2:
+        return nan_bits(f, d0, false);
+    default:
+        return normal;
+    }
+}
+
+/* product-rounding: prob 1 + 2^-d with d in [lo, hi], where the tokens
+ * can hold the 1 + 2^-(24 - d) whose fp32 product with it is a tie. */
+static int product_d(const generator *g, int64_t t, int64_t k)
+{
+    int hi = g->probs.mantissa < 22 ? g->probs.mantissa : 22;
+    int lo = 24 - g->tokens.mantissa > 2 ? 24 - g->tokens.mantissa : 2;
+    if (lo > hi)
+        lo = 2;
+    return lo + (int)prng_below(slot_draw(g, t, k), (uint64_t)(hi - lo + 1));
+}
+
+/* 1 + 2^-c (a tie with 1 + 2^-d when c + d = 24) and 1 + 2^-(c-1) + 2^-c
+ * (a tie that rounds up), c = min(24 - d, m), with the sign from dp. */
+static uint32_t product_tie(const format *f, int d, uint64_t dp, bool up)
+{
+    int c = 24 - d < f->mantissa ? 24 - d : f->mantissa;
+    uint32_t bits = ((dp & 1) ? f->sign : 0) | f->one | (1u << (f->mantissa - c));
+    return up ? bits | (1u << (f->mantissa - c + 1)) : bits;
+}
+
+/* product-subnormal: prob 2^-jp. */
+static int subnormal_jp(const generator *g, int64_t t, int64_t k)
+{
+    int base = g->probs.dtype == MOEPERM_FLOAT16    ? 14
+               : g->tokens.dtype == MOEPERM_FLOAT16 ? 122
+                                                    : 40;
+    return base + (int)prng_below(slot_draw(g, t, k), 8);
+}
+
+/* A token value whose product with 2^-jp is (1 + f) 2^te, te drawn from dp
+ * in [-149, -127], its exponent raised to the format's smallest normal
+ * where the format cannot go that low. */
+static uint32_t subnormal_factor(const format *f, int jp, uint64_t dp, uint64_t d0)
+{
+    int te = -127 - (int)prng_below(dp, 23);
+    int e = te + jp > min_normal_exponent(f) ? te + jp : min_normal_exponent(f);
+    return compose(f, d0 & 1, e, random_mantissa(f, d0));
+}
+
+/* product-overflow: prob 2^jp, jp in [1, 4]. */
+static int overflow_jp(const generator *g, int64_t t, int64_t k)
+{
+    return 1 + (int)prng_below(slot_draw(g, t, k), 4);
+}
+
+/* The coordinated kinds.  (t, k, h) is the element; for ROLE_GRAD k is
+ * unused and the gradient takes the value of the pick slot p, for
+ * ROLE_PROBS h is unused.  d0, d1 are the element's own value draws,
+ * normal its normal value. */
+static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64_t h,
+                                 uint64_t d0, uint64_t d1, uint32_t normal)
+{
+    const format *f = &g->f;
+    golden_values v = g->values;
+    if (g->role == ROLE_PROBS) {
+        uint64_t ds;
+        switch (v) {
+        case GOLDEN_VALUES_MASKING:
+            ds = slot_draw(g, t, k);
+            return (ds & 3u) == 0 ? ((ds & 4u) ? f->sign : 0) : normal;
+        case GOLDEN_VALUES_PRODUCT_ROUNDING:
+            return f->one | (1u << (f->mantissa - product_d(g, t, k)));
+        case GOLDEN_VALUES_PRODUCT_SUBNORMAL:
+            return narrow(f, ldexpf(1.0f, -subnormal_jp(g, t, k)));
+        case GOLDEN_VALUES_PRODUCT_OVERFLOW:
+            return pow2(f, overflow_jp(g, t, k));
+        case GOLDEN_VALUES_ONE:
+            return f->one;
+        default:
+            return normal;
+        }
+    }
+    if (g->role == ROLE_TOKENS)
+        return normal;
+    switch (v) {
+    case GOLDEN_VALUES_MASKING:
+        return g->role == ROLE_PERMUTED && slot_masked(g, t, k) ? poisoned(f, h, d0, normal)
+                                                                : normal;
+    case GOLDEN_VALUES_GRAD_INF:
+        return g->role == ROLE_GRAD && (t & 1) ? poisoned(f, h, d0, normal) : normal;
+    case GOLDEN_VALUES_CANCEL:
+        if (g->role == ROLE_GRAD) {
+            /* +-2^-E, +-1, +-2^E in pairs of columns, E = 24 (fp16: 14):
+             * the products span more than 24 bits, so which small ones
+             * are absorbed depends on the order of the adds. */
+            int e = f->dtype == MOEPERM_FLOAT16 ? 14 : 24;
+            return ((h & 1) ? f->sign : 0) | pow2(f, e * ((int)((h >> 1) % 3) - 1));
+        }
+        return narrow(f, (float)(1.0 + normal_exact(d0, d1) / 4));
+    case GOLDEN_VALUES_TINY:
+        return compose(f, d0 & 1, f->dtype == MOEPERM_FLOAT16 ? -14 : -70,
+                       random_mantissa(f, d0));
+    case GOLDEN_VALUES_PRODUCT_ROUNDING:
+    case GOLDEN_VALUES_PRODUCT_SUBNORMAL:
+    case GOLDEN_VALUES_PRODUCT_OVERFLOW:
+        break;
+    default:
+        return normal;
+    }
+
+    element e = {.k = k, .top_k = g->slots};
+    e.dp = prng_draw(g->pick_key, (uint64_t)t * (uint64_t)g->columns + (uint64_t)h);
+    pick_slots(&e, g->slots);
+    bool grad = g->role == ROLE_GRAD;
+    bool at_p = grad || k == e.p, at_q = !grad && g->slots > 1 && k == e.q;
+    uint32_t sgn = (e.dp & 1) ? f->sign : 0;
+    switch (v) {
+    case GOLDEN_VALUES_PRODUCT_ROUNDING: {
+        int s = (int)(h % 6);
+        if (s == 5 || (grad && s == 4))
+            return normal;
+        if (s == 4) { /* N at p, -N at q: the same value, its draws slot p's */
+            if (at_p)
+                return normal;
+            if (!at_q)
+                return 0;
+            uint64_t n = (((uint64_t)t * (uint64_t)g->slots + (uint64_t)e.p) *
+                              (uint64_t)g->columns + (uint64_t)h) * 2;
+            return narrow(f, normal_value(prng_draw(g->value_key, n),
+                                          prng_draw(g->value_key, n + 1))) ^ f->sign;
+        }
+        uint32_t x = product_tie(f, product_d(g, t, e.p), e.dp, s & 1);
+        return at_p ? x : (s >= 2 && at_q) ? x ^ f->sign : 0;
+    }
+    case GOLDEN_VALUES_PRODUCT_SUBNORMAL: {
+        int s = (int)(h % 3);
+        if (s == 2)
+            return normal;
+        int jp = subnormal_jp(g, t, grad ? e.p : k);
+        return (s == 0 || at_p) ? subnormal_factor(f, jp, e.dp, d0) : 0;
+    }
+    default: { /* GOLDEN_VALUES_PRODUCT_OVERFLOW */
+        int s = (int)(h % 4);
+        switch (s) {
+        case 0:
+            return sgn | f->max;
+        case 1:
+            return at_p ? sgn | f->max : at_q ? (sgn ^ f->sign) | f->max : 0;
+        case 2:
+            return at_p ? sgn | (f->max - ((uint32_t)overflow_jp(g, t, e.p) << f->mantissa))
+                        : 0;
+        default:
+            return normal;
+        }
+    }
+    }
+}
+
+static bool coordinated_kind(golden_values v)
+{
+    return v >= GOLDEN_VALUES_MASKING;
+}
 
 static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h)
 {
@@ -536,6 +775,9 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
     uint64_t n = (slot * (uint64_t)g->hidden + (uint64_t)h) * 2;
     element e = {.k = k, .top_k = g->top_k};
     e.d0 = prng_draw(g->value_key, n);
+    /* int8 tokens are copied, never computed with: random bytes. */
+    if (f->dtype == MOEPERM_INT8)
+        return (uint32_t)(e.d0 & 0xffu);
     e.d1 = prng_draw(g->value_key, n + 1);
     uint32_t normal = narrow(f, normal_value(e.d0, e.d1));
 
@@ -549,21 +791,19 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
     default:
         break;
     }
+    if (coordinated_kind(g->values)) {
+        /* A plain tensor numbers its draws by (row, column): for probs
+         * that is (t, k), for the gradient (t, h). */
+        if (g->role == ROLE_PROBS)
+            return coordinated_bits(g, t, h, 0, e.d0, e.d1, normal);
+        return coordinated_bits(g, t, k, h, e.d0, e.d1, normal);
+    }
     /* Per (token, column): the scenario is the column modulo the kind's
      * scenario count; p, q, r are distinct slots drawn from the pick
-     * stream (p from the high 32 bits, q and r from the low 32). */
+     * stream. */
     e.scenario = (int)(h % scenario_count[g->values]);
     e.dp = prng_draw(g->pick_key, (uint64_t)t * (uint64_t)g->hidden + (uint64_t)h);
-    e.p = (int64_t)prng_below(e.dp, (uint64_t)g->top_k);
-    e.q = e.p;
-    e.r = e.p;
-    if (g->top_k > 1) {
-        uint64_t low = (e.dp & 0xffffffffu) << 32;
-        e.q = (e.p + 1 + (int64_t)prng_below(low, (uint64_t)g->top_k - 1)) % g->top_k;
-        e.r = (e.q + 1) % g->top_k;
-        if (e.r == e.p)
-            e.r = (e.r + 1) % g->top_k;
-    }
+    pick_slots(&e, g->top_k);
     switch (g->values) {
     case GOLDEN_VALUES_NAN_INF:
         return kind_nan_inf(f, &e, normal);
@@ -655,12 +895,25 @@ static void fill_plain(const generator *g, golden_tensor *t)
                   element_bits(g, r, 0, col));
 }
 
-static generator make_generator(moeperm_dtype dtype, golden_values values, int64_t top_k,
-                                int64_t hidden, uint64_t seed, int stream)
+/* The generator of one tensor of case s: dtype and value kind, its draws
+ * numbered as (t * top_k + k) * hidden + h in stream. */
+static generator make_generator(const golden_spec *s, moeperm_dtype dtype, golden_values values,
+                                int64_t top_k, int64_t hidden, int stream, role role)
 {
-    generator g = {format_of(dtype), values, top_k, hidden,
-                   prng_stream_key(seed, (uint64_t)stream),
-                   prng_stream_key(seed, PRNG_STREAM_PICK)};
+    generator g = {
+        .f = format_of(dtype),
+        .values = values,
+        .top_k = top_k,
+        .hidden = hidden,
+        .value_key = prng_stream_key(s->seed, (uint64_t)stream),
+        .pick_key = prng_stream_key(s->seed, PRNG_STREAM_PICK),
+        .role = role,
+        .slots = s->top_k,
+        .columns = s->hidden_size,
+        .tokens = format_of(s->dtype),
+        .probs = format_of(s->has_probs ? s->probs_dtype : s->dtype),
+        .slot_key = prng_stream_key(s->seed, PRNG_STREAM_SLOT),
+    };
     return g;
 }
 
@@ -699,13 +952,15 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
 {
     int64_t T = s->tokens_num, K = s->top_k, H = s->hidden_size, slots = T * K;
     int64_t R = s->num_rows < 0 ? slots : s->num_rows;
-    generator values = make_generator(s->dtype, s->values, K, H, s->seed, PRNG_STREAM_VALUES);
+    generator values =
+        make_generator(s, s->dtype, s->values, K, H, PRNG_STREAM_VALUES, ROLE_PERMUTED);
     golden_tensor *t, *idx;
     switch (c->op) {
     case MOEPERM_OP_PERMUTE:
         if (!(t = add_tensor(c, "tokens", s->dtype, 2, T, H)))
             return -1;
         values.top_k = 1;
+        values.role = ROLE_TOKENS;
         fill_plain(&values, t);
         if (!(idx = add_tensor(c, "indices", s->index_dtype, 2, T, K)) ||
             fill_expert_ids(s, idx, err, err_len) != 0)
@@ -729,7 +984,7 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
         goto done;
     fill_permuted(&values, s, indices, R, t);
     if (c->op == MOEPERM_OP_UNPERMUTE_GRAD) {
-        generator g = make_generator(s->dtype, s->values, 1, H, s->seed, PRNG_STREAM_GRAD);
+        generator g = make_generator(s, s->dtype, s->values, 1, H, PRNG_STREAM_GRAD, ROLE_GRAD);
         if (!(t = add_tensor(c, "unpermuted_tokens_grad", s->dtype, 2, T, H)))
             goto done;
         fill_plain(&g, t);
@@ -738,8 +993,8 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
         goto done;
     memcpy(idx->data, indices, idx->bytes);
     if (s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD) {
-        generator g = make_generator(s->probs_dtype, s->probs_values, 1, K, s->seed,
-                                     PRNG_STREAM_PROBS);
+        generator g = make_generator(s, s->probs_dtype, s->probs_values, 1, K,
+                                     PRNG_STREAM_PROBS, ROLE_PROBS);
         if (!(t = add_tensor(c, "probs", s->probs_dtype, 2, T, K)))
             goto done;
         fill_plain(&g, t);
@@ -771,6 +1026,7 @@ int golden_generate(const golden_spec *s, const char *command, golden_case *c, c
             : NULL;
     c->recipe.num_experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
     c->recipe.hot_percent = s->hot_percent;
+    c->recipe.sentinels = c->op == MOEPERM_OP_PERMUTE && s->sentinels;
     c->seed = s->seed;
     c->attrs.top_k = c->op == MOEPERM_OP_PERMUTE_GRAD ? s->top_k : 0;
     c->attrs.num_out_tokens = c->op == MOEPERM_OP_PERMUTE ? s->num_out_tokens : 0;

@@ -293,6 +293,9 @@ static int read_recipe(json_object *root, golden_recipe *recipe)
     if (json_object_object_get_ex(obj, "hot_percent", &field) &&
         json_object_is_type(field, json_type_int))
         recipe->hot_percent = json_object_get_int64(field);
+    if (json_object_object_get_ex(obj, "sentinels", &field) &&
+        json_object_is_type(field, json_type_boolean))
+        recipe->sentinels = json_object_get_boolean(field);
     return 0;
 }
 
@@ -643,6 +646,8 @@ static void put_recipe(FILE *f, const golden_recipe *recipe)
         fputs(", \"probs_values\": ", f);
         put_json_string(f, recipe->probs_values);
     }
+    if (recipe->sentinels)
+        fputs(", \"sentinels\": true", f);
     fputc('}', f);
 }
 

@@ -54,7 +54,8 @@ enum prng_stream {
     PRNG_STREAM_PERMUTATION = 2, /* --routing random: Fisher-Yates swaps */
     PRNG_STREAM_PICK = 3, /* adversarial kinds: which slots of a (token, column) */
     PRNG_STREAM_PROBS = 4, /* probs */
-    PRNG_STREAM_GRAD = 5   /* unpermuted_tokens_grad */
+    PRNG_STREAM_GRAD = 5,  /* unpermuted_tokens_grad */
+    PRNG_STREAM_SLOT = 6   /* coordinated kinds: one draw per slot, shared by probs and rows */
 };
 
 #endif
