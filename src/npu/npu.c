@@ -193,6 +193,9 @@ static int device_upload(const acl_api *a, device_tensor *t, const void *host, s
     return BACKEND_OK;
 }
 
+/* moeperm_dtype's values are aclDataType's (include/moeperm/moeperm.h);
+ * spelled out so a dtype added to one side cannot slip through unseen.
+ * The host check has refused every dtype no operator takes. */
 static aclDataType acl_dtype(moeperm_dtype dtype)
 {
     switch (dtype) {
@@ -206,6 +209,7 @@ static aclDataType acl_dtype(moeperm_dtype dtype)
         return ACL_INT32;
     case MOEPERM_INT64:
         return ACL_INT64;
+    case MOEPERM_FLOAT:
     default:
         return ACL_FLOAT;
     }
@@ -293,33 +297,56 @@ static aclnnStatus plan(const acl_api *a, const backend_problem *p, run_state *s
     }
 }
 
+/* Whether p's operator takes restoreShape, and p gives one. */
+static bool passes_restore_shape(const backend_problem *p)
+{
+    return (p->op == MOEPERM_OP_UNPERMUTE || p->op == MOEPERM_OP_UNPERMUTE_GRAD) &&
+           p->restore_shape != NULL && p->restore_shape_len > 0;
+}
+
+/* MoeTokenUnpermuteGrad without probs still needs a probsGradOut: the
+ * vendor's header marks it required and its generated code refuses NULL
+ * (frameworks pass a placeholder too).  The kernel does not write it
+ * without probs; it takes the shape probs_grad would have at top_k 1 and
+ * the tokens' dtype, and never comes back to the host. */
+static bool needs_probs_grad_placeholder(const backend_problem *p)
+{
+    return p->op == MOEPERM_OP_UNPERMUTE_GRAD && !p->outputs[1].present;
+}
+
+static int upload_one(const acl_api *a, device_tensor *t, const backend_tensor *host,
+                      char *err, size_t err_len)
+{
+    t->name = host->name;
+    int rc = device_upload(a, t, host->data, host->bytes, err, err_len);
+    if (rc == BACKEND_OK)
+        rc = describe_tensor(a, t, host, err, err_len);
+    return rc;
+}
+
 static int upload_all(const acl_api *a, const backend_problem *p, run_state *s, char *err,
                       size_t err_len)
 {
     int rc = BACKEND_OK;
-    for (size_t i = 0; rc == BACKEND_OK && i < p->input_count; i++) {
-        if (!p->inputs[i].present)
-            continue;
-        s->in[i].name = p->inputs[i].name;
-        rc = device_upload(a, &s->in[i], p->inputs[i].data, p->inputs[i].bytes, err, err_len);
-        if (rc == BACKEND_OK)
-            rc = describe_tensor(a, &s->in[i], &p->inputs[i], err, err_len);
+    for (size_t i = 0; rc == BACKEND_OK && i < p->input_count; i++)
+        if (p->inputs[i].present)
+            rc = upload_one(a, &s->in[i], &p->inputs[i], err, err_len);
+    for (size_t i = 0; rc == BACKEND_OK && i < p->output_count; i++)
+        if (p->outputs[i].present)
+            rc = upload_one(a, &s->out[i], &p->outputs[i], err, err_len);
+    if (rc == BACKEND_OK && needs_probs_grad_placeholder(p)) {
+        const backend_tensor *grad = &p->inputs[1]; /* unpermuted_tokens_grad [N, H] */
+        backend_tensor placeholder = {
+            .name = "probs_grad placeholder",
+            .dtype = grad->dtype,
+            .ndim = 2,
+            .shape = {grad->shape[0], 1},
+            .bytes = (size_t)grad->shape[0] * moeperm_dtype_size(grad->dtype),
+            .present = true,
+        };
+        rc = upload_one(a, &s->out[1], &placeholder, err, err_len);
     }
-    for (size_t i = 0; rc == BACKEND_OK && i < p->output_count; i++) {
-        if (!p->outputs[i].present)
-            continue;
-        s->out[i].name = p->outputs[i].name;
-        rc = device_upload(a, &s->out[i], p->outputs[i].data, p->outputs[i].bytes, err,
-                           err_len);
-        if (rc == BACKEND_OK)
-            rc = describe_tensor(a, &s->out[i], &p->outputs[i], err, err_len);
-    }
-    if (rc == BACKEND_OK && p->restore_shape != NULL && p->restore_shape_len > 0) {
-        if (a->aclCreateIntArray == NULL || a->aclDestroyIntArray == NULL) {
-            snprintf(err, err_len, "the Ascend runtime has no aclCreateIntArray and "
-                                   "aclDestroyIntArray, which restore_shape needs");
-            return BACKEND_FAILURE;
-        }
+    if (rc == BACKEND_OK && passes_restore_shape(p)) {
         s->restore_shape = a->aclCreateIntArray(p->restore_shape, p->restore_shape_len);
         if (s->restore_shape == NULL) {
             char recent[1024];
@@ -348,6 +375,12 @@ static int npu_run(backend *b, backend_problem *p, char *err, size_t err_len)
         snprintf(err, err_len, "the Ascend runtime has no %s, which %s needs (is the "
                  "operator's library loaded? see MOEPERM_ASCEND_LIBS in docs/npu.md)",
                  ep.plan_present ? ep.run_name : ep.plan_name, moeperm_op_name(p->op));
+        return BACKEND_FAILURE;
+    }
+    if (passes_restore_shape(p) &&
+        (a->aclCreateIntArray == NULL || a->aclDestroyIntArray == NULL)) {
+        snprintf(err, err_len, "the Ascend runtime has no %s, which restore_shape needs",
+                 a->aclCreateIntArray == NULL ? "aclCreateIntArray" : "aclDestroyIntArray");
         return BACKEND_FAILURE;
     }
 
