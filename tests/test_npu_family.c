@@ -616,6 +616,8 @@ static void test_restore_shape_reaches_the_operator_as_an_int_array(void **state
                              given && takes ? 1 : 0);
             assert_int_equal(stats_get()->int_arrays_destroyed - was.int_arrays_destroyed,
                              given && takes ? 1 : 0);
+            assert_int_equal(stats_get()->int_arrays_planned - was.int_arrays_planned,
+                             given && takes ? 1 : 0);
             problem_free(&pb);
         }
     }

@@ -57,6 +57,7 @@ typedef struct fake_acl_stats {
     long tensors_created, tensors_destroyed;
     long int_array_calls; /* every aclCreateIntArray call */
     long int_arrays_created, int_arrays_destroyed;
+    long int_arrays_planned; /* plans that got a (live) restoreShape */
     long plans; /* GetWorkspaceSize calls */
     long executors_created, executors_run;
     long memcpys; /* every aclrtMemcpy call */

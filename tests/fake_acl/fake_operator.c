@@ -210,11 +210,15 @@ static bool indices_nonnegative(const fake_view *v)
     return idx != NULL;
 }
 
-/* An int array the backend made and has not destroyed, or NULL. */
+/* An int array the backend made and has not destroyed (counted), or NULL. */
 static bool live_int_array(const aclIntArray *a, const char *name)
 {
-    if (a == NULL || a->magic == FAKE_INT_ARRAY_MAGIC)
+    if (a == NULL)
         return true;
+    if (a->magic == FAKE_INT_ARRAY_MAGIC) {
+        fake_acl_stats_get()->int_arrays_planned++;
+        return true;
+    }
     fake_acl_misuse("%s is not a live int array", name);
     fake_acl_set_error("fake aclnn: %s is not a live int array", name);
     return false;

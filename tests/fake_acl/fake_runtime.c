@@ -498,6 +498,7 @@ static void write_report(void)
         ROW(live_bytes), ROW(peak_bytes), {"live_allocations", (long long)num_allocs},
         ROW(tensor_calls), ROW(tensors_created), ROW(tensors_destroyed),
         ROW(int_array_calls), ROW(int_arrays_created), ROW(int_arrays_destroyed),
+        ROW(int_arrays_planned),
         ROW(plans), ROW(executors_created), ROW(executors_run),
         ROW(memcpys), ROW(syncs), ROW(operator_runs), ROW(misuses),
 #undef ROW
