@@ -7,20 +7,25 @@
  *
  * The runtime is opened once per process (aclInit, device, stream) because
  * ACL initialisation is process-wide and slow; each case then owns its
- * device buffers, tensors and workspace, and gives every one of them back
- * on every path, in reverse order of acquisition, so a failing case leaves
- * the device as it found it and the next case starts clean.  Device
- * pointers are never dereferenced here: they only travel to ACL calls.
+ * device buffers, tensors, restore_shape int array and workspace (one
+ * run_state), and gives every one of them back on every path, in reverse
+ * order of acquisition, so a failing case leaves the device as it found it
+ * and the next case starts clean.  Device pointers are never dereferenced
+ * here: they only travel to ACL calls.
  *
  * A problem goes through the CPU reference's checks on the host first, and
  * one the reference refuses is BACKEND_BAD_INPUT (exit 2) with its
  * sentence, as on the cpu backend, before anything touches the device: the
  * vendor's host code does not reliably reject bad indices (docs/npu.md),
  * and a problem the reference refuses has no golden output to compare
- * with.  After that, every
- * ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status that says
- * "invalid parameter": the case was accepted by the reference, so a refusal
- * is the device stack's disagreement, not bad input from the user.
+ * with.  A missing entry point of the problem's operator (all but
+ * MoeTokenPermuteGrad's are optional in the loader), or of the int arrays
+ * its restore_shape needs, is a BACKEND_FAILURE named before any device
+ * call too, so the other operators' cases still run.  After that,
+ * every ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status
+ * that says "invalid parameter": the case was accepted by the reference,
+ * so a refusal is the device stack's disagreement, not bad input from the
+ * user.
  */
 #include <stdbool.h>
 #include <stdint.h>
