@@ -18,7 +18,11 @@
  * each output element comes from one task with the k loop in order, so the
  * bits do not depend on the number of threads.  The multiply and the add
  * are separate statements and the build forbids contraction, so nothing is
- * fused; the loops vectorise across columns only.
+ * fused; the loops vectorise across columns only.  A block is first summed
+ * optimistically, with plain additions, and summed again with the NaN
+ * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS); contiguous
+ * fp16 rows are widened and narrowed with kernel.h's vector conversions
+ * where the CPU has them, so MOEPERM_FORCE_PORTABLE=1 turns that off too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +59,11 @@ static inline float nan_product(float x, uint32_t p_quiet)
  * accumulator stays a NaN through every later addition: when no column of
  * a block ends as a NaN, no addition met a NaN accumulator, and the plain
  * sums are exactly moeperm_accumulate()'s.  A block that does end with a
- * NaN is summed again with add_ and add_nan_, the order pinned. */
-#define DEFINE_ROW_OPS(suffix, type, widen, narrow)                                           \
+ * NaN is summed again with add_ and add_nan_, the order pinned.  For the
+ * same reason the optimistic pass (first_fast_, add_fast_) may widen with
+ * `fast_widen`, which need only be right for values that are not NaNs: a
+ * NaN token value makes its product, and so the block, end as a NaN. */
+#define DEFINE_ROW_OPS(suffix, type, widen, fast_widen, narrow)                               \
     static inline void first_##suffix(float *restrict acc, const type *restrict row,          \
                                       int64_t stride, float p, int64_t n)                     \
     {                                                                                         \
@@ -65,11 +72,19 @@ static inline float nan_product(float x, uint32_t p_quiet)
             acc[j] = x * p;                                                                   \
         }                                                                                     \
     }                                                                                         \
+    static inline void first_fast_##suffix(float *restrict acc, const type *restrict row,     \
+                                           int64_t stride, float p, int64_t n)                \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = fast_widen(row[j * stride]);                                            \
+            acc[j] = x * p;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
     static inline void add_fast_##suffix(float *restrict acc, const type *restrict row,       \
                                          int64_t stride, float p, int64_t n)                  \
     {                                                                                         \
         for (int64_t j = 0; j < n; j++) {                                                     \
-            float x = widen(row[j * stride]);                                                 \
+            float x = fast_widen(row[j * stride]);                                            \
             float product = x * p;                                                            \
             acc[j] = acc[j] + product;                                                        \
         }                                                                                     \
@@ -113,9 +128,16 @@ static inline float narrow_f32(float x)
     return x;
 }
 
-DEFINE_ROW_OPS(f32, float, widen_f32, narrow_f32)
-DEFINE_ROW_OPS(f16, uint16_t, fp_fp16_to_float, fp_float_to_fp16)
-DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, fp_float_to_bf16)
+/* bf16 is the upper half of a binary32: for anything but a NaN (which
+ * fp_bf16_to_float() makes quiet) widening is the shift alone. */
+static inline float widen_bf16_not_nan(uint16_t h)
+{
+    return fp_from_bits((uint32_t)h << 16);
+}
+
+DEFINE_ROW_OPS(f32, float, widen_f32, widen_f32, narrow_f32)
+DEFINE_ROW_OPS(f16, uint16_t, fp_fp16_to_float, fp_fp16_to_float, fp_float_to_fp16)
+DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, widen_bf16_not_nan, fp_float_to_bf16)
 
 /* Whether any of the n accumulators is a NaN (a reduction that vectorises). */
 static inline bool any_nan(const float *acc, int64_t n)
@@ -198,10 +220,23 @@ static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_
 #endif
 }
 
+/* Whole-row fp16 conversions for the fast path: kernel.h's vector forms
+ * (F16C), which give fp.h's bits for every input (tests/test_fast_paths.c,
+ * tests/test_fast_conversions_exhaustive.c).  fp.h's scalar forms branch on
+ * the exponent and do not vectorise, which makes fp16 the slowest dtype of
+ * the portable loop.  NULL members: the portable loop alone. */
+typedef struct row_conversions {
+    void (*widen)(const uint16_t *src, float *dst, size_t n);
+    void (*narrow)(const float *src, uint16_t *dst, size_t n);
+} row_conversions;
+
 /* One task: token t, columns [c0, c0+n): the optimistic sum, then, only
- * when a column ends as a NaN, the sum again with the NaN order pinned. */
+ * when a column ends as a NaN, the sum again with the NaN order pinned.
+ * With conversions (contiguous fp16 rows) each row is widened into
+ * row_values first and summed by the fp32 loop. */
 #define DEFINE_TASK(suffix, type)                                                             \
-    static void task_##suffix(const struct moeperm_executor *plan, int64_t t, int64_t c0,    \
+    static void task_##suffix(const struct moeperm_executor *plan,                            \
+                              const row_conversions *convert, int64_t t, int64_t c0,          \
                               int64_t n)                                                      \
     {                                                                                         \
         float acc[COLUMN_BLOCK];                                                              \
@@ -221,16 +256,31 @@ static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_
             nan_prob |= slots[s].p_quiet != 0;                                                \
         }                                                                                     \
         int64_t first = zero_start ? 0 : 1;                                                   \
+        if (zero_start)                                                                       \
+            memset(acc, 0, (size_t)n * sizeof *acc);                                          \
         bool exact = nan_prob;                                                                \
-        if (!nan_prob) {                                                                      \
-            if (zero_start)                                                                   \
-                memset(acc, 0, (size_t)n * sizeof *acc);                                      \
-            else if (sc == 1)                                                                 \
-                first_##suffix(acc, rows[0], 1, slots[0].p, n);                               \
-            else                                                                              \
-                first_##suffix(acc, rows[0], sc, slots[0].p, n);                              \
-            for (int64_t s = first; s < count; s++) {                                         \
-                if (sc == 1)                                                                  \
+        if (!nan_prob && convert->widen && sc == 1 && oc == 1) {                              \
+            float row_values[COLUMN_BLOCK];                                                   \
+            for (int64_t s = 0; s < count; s++) {                                             \
+                convert->widen((const uint16_t *)(const void *)rows[s], row_values,           \
+                               (size_t)n);                                                    \
+                if (s < first)                                                                \
+                    first_fast_f32(acc, row_values, 1, slots[s].p, n);                        \
+                else                                                                          \
+                    add_fast_f32(acc, row_values, 1, slots[s].p, n);                          \
+            }                                                                                 \
+            exact = any_nan(acc, n);                                                          \
+            if (!exact) {                                                                     \
+                convert->narrow(acc, (uint16_t *)(void *)out, (size_t)n);                     \
+                return;                                                                       \
+            }                                                                                 \
+        } else if (!nan_prob) {                                                               \
+            for (int64_t s = 0; s < count; s++) {                                             \
+                if (s < first && sc == 1)                                                     \
+                    first_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                      \
+                else if (s < first)                                                           \
+                    first_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                     \
+                else if (sc == 1)                                                             \
                     add_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                        \
                 else                                                                          \
                     add_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                       \
@@ -284,10 +334,27 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
                      (double)moeperm_dtype_size(dtype));
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
-    void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
-        dtype == MOEPERM_FLOAT     ? task_f32
-        : dtype == MOEPERM_FLOAT16 ? task_f16
-                                   : task_bf16;
+    void (*task)(const struct moeperm_executor *, const row_conversions *, int64_t, int64_t,
+                 int64_t) = dtype == MOEPERM_FLOAT     ? task_f32
+                            : dtype == MOEPERM_FLOAT16 ? task_f16
+                                                       : task_bf16;
+    row_conversions convert = {NULL, NULL};
+#ifdef MOEPERM_HAVE_X86_PATH
+    /* the same choice as MoeTokenPermuteGrad's (MOEPERM_FORCE_PORTABLE=1
+     * turns it off) */
+    moeperm_kernel_path path = moeperm_kernel_resolve_path(MOEPERM_PATH_AUTO);
+    if (dtype == MOEPERM_FLOAT16 && path == MOEPERM_PATH_X86_AVX512)
+        convert = (row_conversions){moeperm_x86_fp16_to_float_avx512,
+                                    moeperm_x86_float_to_fp16_avx512};
+    else if (dtype == MOEPERM_FLOAT16 && path == MOEPERM_PATH_X86_AVX2)
+        convert = (row_conversions){moeperm_x86_fp16_to_float_avx2, moeperm_x86_float_to_fp16_avx2};
+#endif
+    /* Runs of consecutive tasks handed out one at a time, as in
+     * MoeTokenPermuteGrad: a thread the OS keeps waiting (a busy, shared
+     * machine) leaves its share to the others instead of holding up the
+     * end.  Which thread sums a task never changes its bits. */
+    int64_t run = tasks / ((int64_t)team * 8);
+    run = run < 1 ? 1 : run > 64 ? 64 : run;
     (void)team;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team) if (team > 1 && tasks > 1)
@@ -295,13 +362,13 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
     {
         fp_env env = fp_env_enter();
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, run) nowait
 #endif
         for (int64_t i = 0; i < tasks; i++) {
             int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
             int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
             prefetch_task(plan, t + 1, c0, n);
-            task(plan, t, c0, n);
+            task(plan, &convert, t, c0, n);
         }
         fp_env_leave(env);
     }

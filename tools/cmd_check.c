@@ -15,7 +15,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "judge.h"
+#include "outputs.h"
 
 static void usage(FILE *to)
 {
@@ -32,15 +32,19 @@ static void usage(FILE *to)
             "                    file fails the case (MISSING)\n"
             "  --shard I/N       judge only shard I of N (1 <= I <= N): the cases whose\n"
             "                    path below DIR hashes (FNV-1a 64) to I-1 modulo N\n"
+            "  --max-ulp N       accept elements within N ulp (default 0: bit-exact);\n"
+            "                    such a case is WITHIN: \"within N ulp, not bit-exact\"\n"
             "  --strict-nan      NaNs must match bit for bit (default: any NaN equals any)\n"
             "  --junit FILE      also write a JUnit XML report\n"
-            "exit status: 0 all same, 1 a mismatch or missing output, 2 a bad case or\n"
-            "usage, 3 the backend failed\n");
+            "  --json FILE       also write the machine-readable report (- : stdout, which\n"
+            "                    then carries the JSON alone)\n"
+            "exit status: 0 all same (or within --max-ulp), 1 a mismatch or missing\n"
+            "output, 2 a bad case or usage, 3 the backend failed\n");
 }
 
-enum outcome { PASS, MISMATCH, MISSING, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
-static const char *const outcome_names[] = {"pass", "MISMATCH", "MISSING", "BAD-INPUT",
-                                            "BACKEND-FAILURE"};
+enum outcome { PASS, WITHIN, MISMATCH, MISSING, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
+static const char *const outcome_names[] = {"pass", "WITHIN", "MISMATCH", "MISSING",
+                                            "BAD-INPUT", "BACKEND-FAILURE"};
 
 typedef struct suite_row {
     char *suite; /* the directory holding the case */
@@ -78,26 +82,26 @@ static int tally(summary *s, const char *case_dir, enum outcome o)
     return 0;
 }
 
-static void print_summary(const summary *s)
+static void print_summary(const summary *s, FILE *to)
 {
     size_t width = 5;
     unsigned total[OUTCOMES] = {0};
     for (size_t i = 0; i < s->count; i++)
         if (strlen(s->rows[i].suite) > width)
             width = strlen(s->rows[i].suite);
-    printf("\n%-*s %6s %6s %9s %8s %10s %16s\n", (int)width, "suite", "cases", "pass",
-           "mismatch", "missing", "bad-input", "backend-failure");
-    for (size_t i = 0; i < s->count; i++) {
-        const unsigned *c = s->rows[i].counts;
-        printf("%-*s %6u %6u %9u %8u %10u %16u\n", (int)width, s->rows[i].suite,
-               c[0] + c[1] + c[2] + c[3] + c[4], c[PASS], c[MISMATCH], c[MISSING], c[BAD_INPUT],
-               c[BACKEND_FAILED]);
+    fprintf(to, "\n%-*s %6s %6s %7s %9s %8s %10s %16s\n", (int)width, "suite", "cases", "pass",
+           "within", "mismatch", "missing", "bad-input", "backend-failure");
+    for (size_t i = 0; i <= s->count; i++) {
+        const unsigned *c = i < s->count ? s->rows[i].counts : total;
+        unsigned cases = 0;
         for (int o = 0; o < OUTCOMES; o++)
+            cases += c[o];
+        fprintf(to, "%-*s %6u %6u %7u %9u %8u %10u %16u\n", (int)width,
+               i < s->count ? s->rows[i].suite : "total", cases, c[PASS], c[WITHIN],
+               c[MISMATCH], c[MISSING], c[BAD_INPUT], c[BACKEND_FAILED]);
+        for (int o = 0; i < s->count && o < OUTCOMES; o++)
             total[o] += c[o];
     }
-    printf("%-*s %6u %6u %9u %8u %10u %16u\n", (int)width, "total",
-           total[0] + total[1] + total[2] + total[3] + total[4], total[PASS], total[MISMATCH],
-           total[MISSING], total[BAD_INPUT], total[BACKEND_FAILED]);
 }
 
 /* Where a case's outputs come from: a backend, or files a harness wrote
@@ -137,16 +141,26 @@ static enum outcome read_outputs(const golden_case *c, case_outputs *o, const ch
 
 /* Judges one case; err receives the reason for anything but PASS, report
  * (malloc'd) the full mismatch report.  rel is the case's path below the
- * directory it was found in. */
+ * directory it was found in.  The case goes into json when there is one. */
 static enum outcome check_one(const source *from, const char *dir, const char *rel,
-                              const judge_options *options, char *err, size_t err_len,
-                              char **report)
+                              const golden_judge_options *options, golden_json_report *json,
+                              char *err, size_t err_len, char **report)
 {
     golden_case c;
     *report = NULL;
-    unsigned load = from->outputs_root ? GOLDEN_LOAD_OUTPUTS : GOLDEN_LOAD_ALL;
-    if (golden_case_read(dir, load, &c, err, err_len) != 0)
+    /* The diagnosis models the kernel from the inputs, so they are read
+     * even when the outputs come from files. */
+    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
+        if (json && (golden_json_report_add_case(json, dir, NULL) != 0 ||
+                     golden_json_report_set_error(json, err) != 0))
+            return BACKEND_FAILED;
         return BAD_INPUT;
+    }
+    if (json && golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) {
+        golden_case_free(&c);
+        snprintf(err, err_len, "out of memory");
+        return BACKEND_FAILED;
+    }
     case_outputs outputs;
     if (case_outputs_alloc(&c, &outputs, err, err_len) != 0) {
         golden_case_free(&c);
@@ -164,26 +178,29 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
         if (rc != BACKEND_OK)
             o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
     }
-    verdict v;
-    if (o != PASS) {
-        /* err says why */
-    } else if (judge(&c, &outputs, options, &v) != 0) {
-        snprintf(err, err_len, "out of memory comparing");
+    golden_judgement *j = NULL;
+    if (o == PASS && golden_judge(&c, outputs.data, options, &j, err, err_len) != 0)
         o = BACKEND_FAILED;
-    } else {
-        o = v.differing == 0 ? PASS : MISMATCH;
-        if (o == MISMATCH) {
-            char *line = verdict_summary(&v);
+    if (j) {
+        golden_verdict v = golden_judgement_verdict(j);
+        o = v == GOLDEN_VERDICT_SAME ? PASS : v == GOLDEN_VERDICT_WITHIN_TOLERANCE ? WITHIN
+                                                                                  : MISMATCH;
+        if (o != PASS) {
+            char *line = golden_judgement_summary(j);
             snprintf(err, err_len, "%s", line ? line : "elements differ");
             free(line);
             size_t size = 0;
             FILE *f = open_memstream(report, &size);
             if (f) {
-                verdict_report(f, &v, "    ");
+                golden_judgement_report(f, j, "    ");
                 fclose(f);
             }
         }
-        verdict_free(&v);
+        if (json && golden_json_report_add_judgement(json, j) != 0)
+            o = BACKEND_FAILED;
+        golden_judgement_free(j);
+    } else if (json && golden_json_report_set_error(json, err) != 0) {
+        o = BACKEND_FAILED;
     }
     case_outputs_free(&outputs);
     golden_case_free(&c);
@@ -226,16 +243,18 @@ int cmd_check(int argc, char **argv)
         {"strict-nan", no_argument, NULL, 's'},
         {"junit", required_argument, NULL, 'j'},
         {"outputs", required_argument, NULL, 'o'},
+        {"json", required_argument, NULL, 'J'},
+        {"max-ulp", required_argument, NULL, 'u'},
         {"shard", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *backend_name = "cpu", *device_flag = NULL, *junit_path = NULL;
-    const char *outputs_root = NULL;
+    const char *outputs_root = NULL, *json_path = NULL;
+    golden_judge_options judging = {false, 0, true};
     uint64_t shard = 1, shards = 1;
-    bool strict_nan = false;
     int opt;
-    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:u:h", options, NULL)) != -1) {
         switch (opt) {
         case 'b':
             backend_name = optarg;
@@ -244,13 +263,20 @@ int cmd_check(int argc, char **argv)
             device_flag = optarg;
             break;
         case 's':
-            strict_nan = true;
+            judging.strict_nan = true;
             break;
         case 'j':
             junit_path = optarg;
             break;
         case 'o':
             outputs_root = optarg;
+            break;
+        case 'J':
+            json_path = optarg;
+            break;
+        case 'u':
+            if (!cli_uint64("check", "--max-ulp", optarg, &judging.max_ulp))
+                return EXIT_BAD_INPUT;
             break;
         case 'S':
             if (!parse_shard(optarg, &shard, &shards)) {
@@ -275,6 +301,9 @@ int cmd_check(int argc, char **argv)
     /* The report's path is checked now, not when it is written after the
      * last case: a typo must not cost the whole run. */
     if (junit_path && !cli_output_path("check", "--junit", junit_path))
+        return EXIT_BAD_INPUT;
+    bool json_stdout = json_path && strcmp(json_path, "-") == 0;
+    if (json_path && !json_stdout && !cli_output_path("check", "--json", json_path))
         return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("check", backend_name, device_flag, &bopts);
@@ -374,7 +403,9 @@ int cmd_check(int argc, char **argv)
     }
     source from = {ops, b, outputs_root};
     golden_junit *junit = junit_path ? golden_junit_new("moeperm check") : NULL;
-    judge_options judge_opts = {strict_nan};
+    golden_json_report *json = json_path ? golden_json_report_new() : NULL;
+    /* With the JSON on standard output, the text goes to standard error. */
+    FILE *text = json_stdout ? stderr : stdout;
     summary sum = {0};
     unsigned seen[OUTCOMES] = {0};
     int rc = EXIT_OK;
@@ -382,21 +413,21 @@ int cmd_check(int argc, char **argv)
         char *report = NULL;
         err[0] = '\0';
         double start = cli_now();
-        enum outcome o =
-            check_one(&from, all[i], all[i] + rel[i], &judge_opts, err, sizeof err, &report);
+        enum outcome o = check_one(&from, all[i], all[i] + rel[i], &judging, json, err,
+                                   sizeof err, &report);
         double seconds = cli_now() - start;
         seen[o]++;
         if (o == PASS)
-            printf("%-8s %s\n", outcome_names[o], all[i]);
+            fprintf(text, "%-8s %s\n", outcome_names[o], all[i]);
         else
-            printf("%-8s %s: %s\n", outcome_names[o], all[i], err);
+            fprintf(text, "%-8s %s: %s\n", outcome_names[o], all[i], err);
         if (report)
-            fputs(report, stdout);
-        fflush(stdout);
+            fputs(report, text);
+        fflush(text);
         if (tally(&sum, all[i], o) != 0)
             rc = EXIT_BACKEND;
         if (junit) {
-            golden_outcome jo = o == PASS                      ? GOLDEN_PASS
+            golden_outcome jo = o == PASS || o == WITHIN       ? GOLDEN_PASS
                                 : o == MISMATCH || o == MISSING ? GOLDEN_MISMATCH
                                                                 : GOLDEN_ERROR;
             if (golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
@@ -406,7 +437,15 @@ int cmd_check(int argc, char **argv)
     }
     if (b)
         ops->close(b);
-    print_summary(&sum);
+    print_summary(&sum, text);
+    if (json && golden_json_report_write_path(json, json_path, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm check: cannot write the JSON report: %s\n", err);
+        rc = EXIT_BAD_INPUT;
+    } else if (json_path && !json) {
+        fprintf(stderr, "moeperm check: out of memory for the JSON report\n");
+        rc = EXIT_BAD_INPUT;
+    }
+    golden_json_report_free(json);
     if (junit_path) {
         if (!junit || golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: cannot write the JUnit report: %s\n",

@@ -15,7 +15,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "judge.h"
+#include "outputs.h"
 
 static void usage(FILE *to)
 {
