@@ -20,9 +20,14 @@
  * are separate statements and the build forbids contraction, so nothing is
  * fused; the loops vectorise across columns only.  A block is first summed
  * optimistically, with plain additions, and summed again with the NaN
- * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS); contiguous
- * fp16 rows are widened and narrowed with kernel.h's vector conversions
- * where the CPU has them, so MOEPERM_FORCE_PORTABLE=1 turns that off too.
+ * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS).
+ *
+ * That portable loop is the reference.  Where MoeTokenPermuteGrad runs its
+ * x86 fast path (kernel.h: the same choice, MOEPERM_FORCE_PORTABLE=1 turns
+ * it off) and the rows and out have unit column strides, the operator runs
+ * that path's scaled segments instead (src/x86/), which keep the sums in
+ * registers across all of a token's rows; tests/test_fast_paths.c holds
+ * them to this loop bit for bit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -220,23 +225,10 @@ static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_
 #endif
 }
 
-/* Whole-row fp16 conversions for the fast path: kernel.h's vector forms
- * (F16C), which give fp.h's bits for every input (tests/test_fast_paths.c,
- * tests/test_fast_conversions_exhaustive.c).  fp.h's scalar forms branch on
- * the exponent and do not vectorise, which makes fp16 the slowest dtype of
- * the portable loop.  NULL members: the portable loop alone. */
-typedef struct row_conversions {
-    void (*widen)(const uint16_t *src, float *dst, size_t n);
-    void (*narrow)(const float *src, uint16_t *dst, size_t n);
-} row_conversions;
-
 /* One task: token t, columns [c0, c0+n): the optimistic sum, then, only
- * when a column ends as a NaN, the sum again with the NaN order pinned.
- * With conversions (contiguous fp16 rows) each row is widened into
- * row_values first and summed by the fp32 loop. */
+ * when a column ends as a NaN, the sum again with the NaN order pinned. */
 #define DEFINE_TASK(suffix, type)                                                             \
-    static void task_##suffix(const struct moeperm_executor *plan,                            \
-                              const row_conversions *convert, int64_t t, int64_t c0,          \
+    static void task_##suffix(const struct moeperm_executor *plan, int64_t t, int64_t c0,    \
                               int64_t n)                                                      \
     {                                                                                         \
         float acc[COLUMN_BLOCK];                                                              \
@@ -259,22 +251,7 @@ typedef struct row_conversions {
         if (zero_start)                                                                       \
             memset(acc, 0, (size_t)n * sizeof *acc);                                          \
         bool exact = nan_prob;                                                                \
-        if (!nan_prob && convert->widen && sc == 1 && oc == 1) {                              \
-            float row_values[COLUMN_BLOCK];                                                   \
-            for (int64_t s = 0; s < count; s++) {                                             \
-                convert->widen((const uint16_t *)(const void *)rows[s], row_values,           \
-                               (size_t)n);                                                    \
-                if (s < first)                                                                \
-                    first_fast_f32(acc, row_values, 1, slots[s].p, n);                        \
-                else                                                                          \
-                    add_fast_f32(acc, row_values, 1, slots[s].p, n);                          \
-            }                                                                                 \
-            exact = any_nan(acc, n);                                                          \
-            if (!exact) {                                                                     \
-                convert->narrow(acc, (uint16_t *)(void *)out, (size_t)n);                     \
-                return;                                                                       \
-            }                                                                                 \
-        } else if (!nan_prob) {                                                               \
+        if (!nan_prob) {                                                                      \
             for (int64_t s = 0; s < count; s++) {                                             \
                 if (s < first && sc == 1)                                                     \
                     first_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                      \
@@ -334,21 +311,19 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
                      (double)moeperm_dtype_size(dtype));
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
-    void (*task)(const struct moeperm_executor *, const row_conversions *, int64_t, int64_t,
-                 int64_t) = dtype == MOEPERM_FLOAT     ? task_f32
-                            : dtype == MOEPERM_FLOAT16 ? task_f16
-                                                       : task_bf16;
-    row_conversions convert = {NULL, NULL};
 #ifdef MOEPERM_HAVE_X86_PATH
-    /* the same choice as MoeTokenPermuteGrad's (MOEPERM_FORCE_PORTABLE=1
-     * turns it off) */
+    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_path() */
     moeperm_kernel_path path = moeperm_kernel_resolve_path(MOEPERM_PATH_AUTO);
-    if (dtype == MOEPERM_FLOAT16 && path == MOEPERM_PATH_X86_AVX512)
-        convert = (row_conversions){moeperm_x86_fp16_to_float_avx512,
-                                    moeperm_x86_float_to_fp16_avx512};
-    else if (dtype == MOEPERM_FLOAT16 && path == MOEPERM_PATH_X86_AVX2)
-        convert = (row_conversions){moeperm_x86_fp16_to_float_avx2, moeperm_x86_float_to_fp16_avx2};
+    if (path != MOEPERM_PATH_PORTABLE && plan->unpermute.permuted_tokens.strides[1] == 1 &&
+        plan->unpermute.out.strides[1] == 1) {
+        moeperm_x86_run_unpermute(plan, team, path == MOEPERM_PATH_X86_AVX512);
+        return;
+    }
 #endif
+    void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
+        dtype == MOEPERM_FLOAT     ? task_f32
+        : dtype == MOEPERM_FLOAT16 ? task_f16
+                                   : task_bf16;
     /* Runs of consecutive tasks handed out one at a time, as in
      * MoeTokenPermuteGrad: a thread the OS keeps waiting (a busy, shared
      * machine) leaves its share to the others instead of holding up the
@@ -368,7 +343,7 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
             int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
             int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
             prefetch_task(plan, t + 1, c0, n);
-            task(plan, &convert, t, c0, n);
+            task(plan, t, c0, n);
         }
         fp_env_leave(env);
     }

@@ -48,6 +48,20 @@ PRIMITIVE __m256 vaccumulate(__m256 acc, __m256 x)
     return sum;
 }
 
+PRIMITIVE __m256 vset1(float p)
+{
+    return _mm256_set1_ps(p);
+}
+
+/* x * p, eight columns at once, x the first source as in vaccumulate():
+ * of two NaNs, vmulps returns that one, made quiet. */
+PRIMITIVE __m256 vscale(__m256 x, __m256 p)
+{
+    __m256 product;
+    __asm__("vmulps %2, %1, %0" : "=x"(product) : "x"(x), "xm"(p));
+    return product;
+}
+
 PRIMITIVE __m256 vloadu(const float *p)
 {
     return _mm256_loadu_ps(p);

@@ -38,6 +38,24 @@ PRIMITIVE __m512 vaccumulate(__m512 acc, __m512 x)
     return sum;
 }
 
+PRIMITIVE __m512 vset1(float p)
+{
+    return _mm512_set1_ps(p);
+}
+
+PRIMITIVE __m512 vset1_lanes(float p, int64_t lanes)
+{
+    return _mm512_maskz_mov_ps((__mmask16)((1u << lanes) - 1u), _mm512_set1_ps(p));
+}
+
+/* x * p with x the first source, as in permute_grad_avx2.c. */
+PRIMITIVE __m512 vscale(__m512 x, __m512 p)
+{
+    __m512 product;
+    __asm__("vmulps %2, %1, %0" : "=v"(product) : "v"(x), "vm"(p));
+    return product;
+}
+
 PRIMITIVE __m512 vloadu(const float *p)
 {
     return _mm512_loadu_ps(p);

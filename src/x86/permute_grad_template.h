@@ -1,11 +1,15 @@
 /*
  * x86/permute_grad_template.h - template for the vectorised segments and
- * conversions of MoeTokenPermuteGrad.
+ * conversions of MoeTokenPermuteGrad, and the scaled segments of
+ * MoeTokenUnpermute.
  *
  * The segment loop and the conversions are written here once and compiled
  * once per instruction set: an impl file (permute_grad_avx2.c,
  * permute_grad_avx512.c) defines the parameters and the primitives below,
- * then includes this file, once per translation unit.  The parameters are:
+ * then includes this file, once per translation unit.  The same loop, with
+ * a multiplier per row, is MoeTokenUnpermute's: each row's values are
+ * multiplied by it before they are added (`scaled` below, a constant, so
+ * MoeTokenPermuteGrad's segments hold no trace of it).  The parameters are:
  *
  * SUFFIX:
  *	Name suffix of the instantiated functions (_avx2, _avx512).
@@ -26,6 +30,8 @@
  *
  *	vec_t vzero(void);
  *	vec_t vaccumulate(vec_t acc, vec_t x);  moeperm_accumulate(), per lane
+ *	vec_t vset1(float p);                   p in every lane
+ *	vec_t vscale(vec_t x, vec_t p);         x * p, x the first operand
  *	vec_t vloadu(const float *p);
  *	void vstoreu(float *p, vec_t v);
  *	void widen_f32(const void *p, vec_t *lo, vec_t *hi);
@@ -43,10 +49,15 @@
  * pair holds element 2i in lane i of lo and element 2i + 1 in lane i of hi.
  * addend_bf16 is widen_bf16 without making signalling NaNs quiet, for
  * values that are only ever added (x86 addition makes them quiet with the
- * same bit 22).  With USE_MASKING, mask_t (one bit per column of a pair)
- * and the same widen_masked_*, addend_masked_bf16 and narrow_masked_* with
- * a mask_t argument in place of stream, whose lanes outside the mask are
- * neither read nor written.
+ * same bit 22; and so does multiplication).  vscale is one binary32
+ * multiplication per lane with x as the first source: when x and p are
+ * both NaNs, x86 returns x made quiet, which is the order unpermute.c's
+ * portable loop pins (nan_product()); any other product has the same bits
+ * whatever the order.  With USE_MASKING, mask_t (one bit per column of a
+ * pair), vset1_lanes(p, lanes) (p in the first `lanes` lanes, +0.0 in the
+ * others) and the same widen_masked_*, addend_masked_bf16 and
+ * narrow_masked_* with a mask_t argument in place of stream, whose lanes
+ * outside the mask are neither read nor written.
  */
 
 #define MOEPERM_CONCAT_(a, b) a##b
@@ -145,16 +156,86 @@ static MOEPERM_FORCE_INLINE const char *at(const void *row, int64_t j, int64_t s
     return (const char *)row + j * size;
 }
 
+/* Row r's multiplier in every lane; nothing when not scaled. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES vec_t multiplier(bool scaled, const moeperm_x86_task *task,
+                                                        int64_t r)
+{
+    return scaled ? vset1(task->scales[r]) : vzero();
+}
+
+/* Row values to add: the row as it is, or times its multiplier s. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void term(moeperm_dtype dtype, bool scaled, vec_t s,
+                                                 const void *p, vec_t *lo, vec_t *hi)
+{
+    addend(dtype, p, lo, hi);
+    if (scaled) {
+        *lo = vscale(*lo, s);
+        *hi = vscale(*hi, s);
+    }
+}
+
+/* The values a sum starts from: the first row widened, or its product
+ * (which makes a NaN quiet itself). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void start(moeperm_dtype dtype, bool scaled, vec_t s,
+                                                  const void *p, vec_t *lo, vec_t *hi)
+{
+    if (scaled)
+        term(dtype, scaled, s, p, lo, hi);
+    else
+        widen(dtype, p, lo, hi);
+}
+
+#if USE_MASKING
+static MOEPERM_FORCE_INLINE ATTRIBUTES void term_masked(moeperm_dtype dtype, bool scaled,
+                                                        vec_t s_lo, vec_t s_hi, const void *p,
+                                                        mask_t mask, vec_t *lo, vec_t *hi)
+{
+    addend_masked(dtype, p, mask, lo, hi);
+    if (scaled) {
+        *lo = vscale(*lo, s_lo);
+        *hi = vscale(*hi, s_hi);
+    }
+}
+
+/* Row r's multiplier in the lanes of the first `columns` columns of a pair
+ * and +0.0 in the others, where the values load as zero: 0 * 0 raises no
+ * exception flag that the columns themselves would not (0 * inf would). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void multiplier_masked(moeperm_dtype dtype, bool scaled,
+                                                              const moeperm_x86_task *task,
+                                                              int64_t r, int64_t columns,
+                                                              vec_t *lo, vec_t *hi)
+{
+    if (!scaled) {
+        *lo = *hi = vzero();
+    } else if (dtype == MOEPERM_BF16) { /* even columns in lo, odd ones in hi */
+        *lo = vset1_lanes(task->scales[r], (columns + 1) / 2);
+        *hi = vset1_lanes(task->scales[r], columns / 2);
+    } else {
+        *lo = vset1_lanes(task->scales[r], columns < VL ? columns : VL);
+        *hi = vset1_lanes(task->scales[r], columns < VL ? 0 : columns - VL);
+    }
+}
+#endif
+
+/* One column's x * p, x the first operand as in vscale. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES float scale_one(float x, float p)
+{
+    float product;
+    __asm__("vmulss %2, %1, %0" : "=x"(product) : "x"(x), "xm"(p));
+    return product;
+}
+
 /*
  * One segment (permute_grad_x86.h): two pairs of vectors (4 * VL columns)
  * at a time, then one pair, then the rest as one masked pair (USE_MASKING)
  * and whatever is left one column at a time with fp.h and
  * moeperm_accumulate().  Each lane owns one column, and the listed rows
- * are added to it one at a time, in order.  The rows of the next task are
+ * are added to it one at a time, in order; scaled, each row's values are
+ * first multiplied by its multiplier.  The rows of the next task are
  * prefetched one cache line per row at a time, a step ahead of where they
  * will be read.
  */
-static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
+static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype, bool scaled,
                                                     const moeperm_x86_task *task,
                                                     const moeperm_x86_task *next, bool stream)
 {
@@ -176,12 +257,14 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
         if (zero_start) {
             a0 = a1 = a2 = a3 = vzero();
         } else {
-            widen(dtype, at(rows[0], j, size), &a0, &a1);
-            widen(dtype, at(rows[0], j + cols, size), &a2, &a3);
+            vec_t s = multiplier(scaled, task, 0);
+            start(dtype, scaled, s, at(rows[0], j, size), &a0, &a1);
+            start(dtype, scaled, s, at(rows[0], j + cols, size), &a2, &a3);
         }
         for (int64_t r = first; r < count; r++) {
-            addend(dtype, at(rows[r], j, size), &x0, &x1);
-            addend(dtype, at(rows[r], j + cols, size), &x2, &x3);
+            vec_t s = multiplier(scaled, task, r);
+            term(dtype, scaled, s, at(rows[r], j, size), &x0, &x1);
+            term(dtype, scaled, s, at(rows[r], j + cols, size), &x2, &x3);
             a0 = vaccumulate(a0, x0);
             a1 = vaccumulate(a1, x1);
             a2 = vaccumulate(a2, x2);
@@ -195,9 +278,9 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
         if (zero_start)
             a0 = a1 = vzero();
         else
-            widen(dtype, at(rows[0], j, size), &a0, &a1);
+            start(dtype, scaled, multiplier(scaled, task, 0), at(rows[0], j, size), &a0, &a1);
         for (int64_t r = first; r < count; r++) {
-            addend(dtype, at(rows[r], j, size), &x0, &x1);
+            term(dtype, scaled, multiplier(scaled, task, r), at(rows[r], j, size), &x0, &x1);
             a0 = vaccumulate(a0, x0);
             a1 = vaccumulate(a1, x1);
         }
@@ -208,13 +291,18 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
      * masked load does not fault on them. */
     if (j < n) {
         mask_t mask = (mask_t)((UINT64_C(1) << (n - j)) - 1);
-        vec_t a0, a1, x0, x1;
-        if (zero_start)
+        vec_t a0, a1, x0, x1, s_lo, s_hi;
+        if (zero_start) {
             a0 = a1 = vzero();
-        else
+        } else if (scaled) {
+            multiplier_masked(dtype, scaled, task, 0, n - j, &s_lo, &s_hi);
+            term_masked(dtype, scaled, s_lo, s_hi, at(rows[0], j, size), mask, &a0, &a1);
+        } else {
             widen_masked(dtype, at(rows[0], j, size), mask, &a0, &a1);
+        }
         for (int64_t r = first; r < count; r++) {
-            addend_masked(dtype, at(rows[r], j, size), mask, &x0, &x1);
+            multiplier_masked(dtype, scaled, task, r, n - j, &s_lo, &s_hi);
+            term_masked(dtype, scaled, s_lo, s_hi, at(rows[r], j, size), mask, &x0, &x1);
             a0 = vaccumulate(a0, x0);
             a1 = vaccumulate(a1, x1);
         }
@@ -223,9 +311,15 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
     }
 #endif
     for (; j < n; j++) {
-        float sum = zero_start ? 0.0f : moeperm_widen(dtype, rows[0], j);
-        for (int64_t r = first; r < count; r++)
-            sum = moeperm_accumulate(sum, moeperm_widen(dtype, rows[r], j));
+        float sum = 0.0f;
+        if (!zero_start && scaled)
+            sum = scale_one(moeperm_widen(dtype, rows[0], j), task->scales[0]);
+        else if (!zero_start)
+            sum = moeperm_widen(dtype, rows[0], j);
+        for (int64_t r = first; r < count; r++) {
+            float x = moeperm_widen(dtype, rows[r], j);
+            sum = moeperm_accumulate(sum, scaled ? scale_one(x, task->scales[r]) : x);
+        }
         moeperm_narrow(dtype, out, j, sum);
     }
 }
@@ -233,19 +327,40 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype,
 ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_f32)(const moeperm_x86_task *task,
                                                     const moeperm_x86_task *next, bool stream)
 {
-    segment(MOEPERM_FLOAT, task, next, stream);
+    segment(MOEPERM_FLOAT, false, task, next, stream);
 }
 
 ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_f16)(const moeperm_x86_task *task,
                                                     const moeperm_x86_task *next, bool stream)
 {
-    segment(MOEPERM_FLOAT16, task, next, stream);
+    segment(MOEPERM_FLOAT16, false, task, next, stream);
 }
 
 ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_bf16)(const moeperm_x86_task *task,
                                                      const moeperm_x86_task *next, bool stream)
 {
-    segment(MOEPERM_BF16, task, next, stream);
+    segment(MOEPERM_BF16, false, task, next, stream);
+}
+
+ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_f32)(const moeperm_x86_task *task,
+                                                           const moeperm_x86_task *next,
+                                                           bool stream)
+{
+    segment(MOEPERM_FLOAT, true, task, next, stream);
+}
+
+ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_f16)(const moeperm_x86_task *task,
+                                                           const moeperm_x86_task *next,
+                                                           bool stream)
+{
+    segment(MOEPERM_FLOAT16, true, task, next, stream);
+}
+
+ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_bf16)(const moeperm_x86_task *task,
+                                                            const moeperm_x86_task *next,
+                                                            bool stream)
+{
+    segment(MOEPERM_BF16, true, task, next, stream);
 }
 
 /* The conversions alone, through the same widen and narrow steps; the

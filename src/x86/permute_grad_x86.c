@@ -8,7 +8,9 @@
  * threads.  Threads take runs of consecutive tasks; each task's rows are
  * listed with moeperm_token_rows() and summed by a segment of
  * permute_grad_avx2.c or permute_grad_avx512.c while the next task's rows
- * are prefetched.
+ * are prefetched.  MoeTokenUnpermute with probs runs the same way, its rows
+ * listed with their probs by x86_scaled_rows() and summed by the scaled
+ * segments.
  */
 #include "../kernel.h"
 
@@ -31,6 +33,7 @@
 
 typedef struct x86_plan {
     moeperm_gather gather;
+    const struct moeperm_tensor *probs; /* MoeTokenUnpermute's, or NULL */
     char *out;
     int64_t hidden, block, blocks, size, out_stride;
 } x86_plan;
@@ -55,13 +58,59 @@ static inline void x86_where(const x86_plan *p, int64_t task, int64_t *t, int64_
     }
 }
 
+/* probs[t, k] widened to binary32 as fp.h does (unpermute.c's
+ * widen_prob()). */
+static float x86_prob(const struct moeperm_tensor *probs, int64_t t, int64_t k)
+{
+    int64_t at = probs->offset + t * probs->strides[0] + k * probs->strides[1];
+    if (probs->dtype == MOEPERM_FLOAT)
+        return ((const float *)probs->data)[at];
+    uint16_t bits = ((const uint16_t *)probs->data)[at];
+    return probs->dtype == MOEPERM_FLOAT16 ? fp_fp16_to_float(bits) : fp_bf16_to_float(bits);
+}
+
+/*
+ * MoeTokenUnpermute's per-slot rule, as unpermute.c's included_slots()
+ * states it for the portable loop (tests/test_fast_paths.c holds the two
+ * together): slot k of token t is listed, with its prob as multiplier,
+ * when its index is a row and its prob is not +-0, tested on the bits so
+ * that a caller's denormals-are-zero mode cannot drop a subnormal prob;
+ * zero_start says slot 0 is not listed.
+ */
+static int64_t x86_scaled_rows(const x86_plan *p, int64_t t, int64_t column_bytes,
+                               moeperm_x86_task *into)
+{
+    const moeperm_gather *g = &p->gather;
+    const int32_t *slots = g->idx + t * g->top_k * g->idx_stride;
+    int64_t count = 0;
+    into->zero_start = true;
+    for (int64_t k = 0; k < g->top_k; k++) {
+        /* unsigned: a negative index is dropped like one past the rows */
+        uint64_t r = (uint64_t)(int64_t)slots[k * g->idx_stride];
+        if (r >= (uint64_t)g->rows)
+            continue;
+        float scale = x86_prob(p->probs, t, k);
+        if ((fp_bits(scale) & 0x7fffffffu) == 0)
+            continue;
+        if (k == 0)
+            into->zero_start = false;
+        into->rows[count] = g->grad + (int64_t)r * g->row_stride * g->size + column_bytes;
+        into->scales[count++] = scale;
+    }
+    return count;
+}
+
 static void x86_list(const x86_plan *p, int64_t task, moeperm_x86_task *into)
 {
     int64_t t, c0;
     x86_where(p, task, &t, &c0);
     into->width = p->hidden - c0 < p->block ? p->hidden - c0 : p->block;
     into->out = p->out + (t * p->out_stride + c0) * p->size;
-    into->count = moeperm_token_rows(&p->gather, t, c0 * p->size, into->rows, &into->zero_start);
+    if (p->probs)
+        into->count = x86_scaled_rows(p, t, c0 * p->size, into);
+    else
+        into->count =
+            moeperm_token_rows(&p->gather, t, c0 * p->size, into->rows, &into->zero_start);
 }
 
 /* Prefetches, into L2, every line of the rows of one task. */
@@ -104,24 +153,32 @@ static void x86_tasks(const x86_plan *p, moeperm_x86_segment *segment, bool stre
         x86_fence();
 }
 
-static moeperm_x86_segment *x86_segment_for(moeperm_dtype dtype, bool avx512)
+static moeperm_x86_segment *x86_segment_for(moeperm_dtype dtype, bool scaled, bool avx512)
 {
-    switch (dtype) {
-    case MOEPERM_FLOAT:
-        return avx512 ? moeperm_x86_segment_f32_avx512 : moeperm_x86_segment_f32_avx2;
-    case MOEPERM_FLOAT16:
-        return avx512 ? moeperm_x86_segment_f16_avx512 : moeperm_x86_segment_f16_avx2;
-    default:
-        return avx512 ? moeperm_x86_segment_bf16_avx512 : moeperm_x86_segment_bf16_avx2;
-    }
+    static moeperm_x86_segment *const segments[2][2][3] = {
+        {{moeperm_x86_segment_f32_avx2, moeperm_x86_segment_f16_avx2,
+          moeperm_x86_segment_bf16_avx2},
+         {moeperm_x86_segment_f32_avx512, moeperm_x86_segment_f16_avx512,
+          moeperm_x86_segment_bf16_avx512}},
+        {{moeperm_x86_scaled_segment_f32_avx2, moeperm_x86_scaled_segment_f16_avx2,
+          moeperm_x86_scaled_segment_bf16_avx2},
+         {moeperm_x86_scaled_segment_f32_avx512, moeperm_x86_scaled_segment_f16_avx512,
+          moeperm_x86_scaled_segment_bf16_avx512}},
+    };
+    int d = dtype == MOEPERM_FLOAT ? 0 : dtype == MOEPERM_FLOAT16 ? 1 : 2;
+    return segments[scaled][avx512][d];
 }
 
-void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512)
+/* A plan (MoeTokenPermuteGrad's fields; probs for MoeTokenUnpermute) on
+ * `team` threads. */
+static void x86_run(const struct moeperm_executor *plan, const struct moeperm_tensor *probs,
+                    int team, bool avx512)
 {
     const struct moeperm_tensor *o = &plan->out;
     int64_t size = (int64_t)moeperm_dtype_size(plan->grad.dtype);
     x86_plan p = {
         .gather = moeperm_gather_of(plan),
+        .probs = probs,
         .out = (char *)o->data + o->offset * size,
         .hidden = o->dims[1],
         .size = size,
@@ -132,7 +189,7 @@ void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512)
     p.blocks = (p.hidden + p.block - 1) / p.block;
     int64_t tasks = tokens * p.blocks;
     bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
-    moeperm_x86_segment *segment = x86_segment_for(plan->grad.dtype, avx512);
+    moeperm_x86_segment *segment = x86_segment_for(plan->grad.dtype, probs != NULL, avx512);
     if (team <= 1 || tasks <= 1) {
         fp_env env = fp_env_enter();
         x86_tasks(&p, segment, stream, 0, tasks);
@@ -158,6 +215,25 @@ void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512)
                       r * run + run < tasks ? r * run + run : tasks);
         fp_env_leave(env);
     }
+}
+
+void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512)
+{
+    x86_run(plan, NULL, team, avx512);
+}
+
+void moeperm_x86_run_unpermute(const struct moeperm_executor *plan, int team, bool avx512)
+{
+    /* the same sum over the same kind of tensors, under their names in a
+     * MoeTokenPermuteGrad plan */
+    struct moeperm_executor sum = {
+        .op = MOEPERM_OP_PERMUTE_GRAD,
+        .grad = plan->unpermute.permuted_tokens,
+        .indices = plan->unpermute.sorted_indices,
+        .out = plan->unpermute.out,
+        .top_k = plan->unpermute.top_k,
+    };
+    x86_run(&sum, &plan->unpermute.probs, team, avx512);
 }
 
 #endif
