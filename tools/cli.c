@@ -141,12 +141,30 @@ bool cli_output_dir(const char *cmd, const char *flag, const char *path)
                 cmd, flag, path, path);
         return false;
     }
-    if (mkdir(path, 0777) != 0) {
-        fprintf(stderr, "moeperm %s: %s \"%s\": cannot create the directory: %s\n", cmd, flag,
-                path, strerror(errno));
+    /* Missing parents too, as `mkdir -p`: a harness's output tree is
+     * usually made case by case. */
+    char *copy = strdup(path);
+    if (!copy) {
+        fprintf(stderr, "moeperm %s: out of memory\n", cmd);
         return false;
     }
-    return true;
+    bool ok = true;
+    for (char *p = copy + 1; ok; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "moeperm %s: %s \"%s\": cannot create the directory %s: %s\n", cmd,
+                    flag, path, copy, strerror(errno));
+            ok = false;
+        }
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    free(copy);
+    return ok;
 }
 
 bool cli_not_case_file(const char *cmd, const char *flag, const char *path,

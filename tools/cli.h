@@ -24,7 +24,7 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
 bool cli_output_path(const char *cmd, const char *flag, const char *path);
 
 /* Makes sure path is a directory that can take output files, creating it
- * (its parent must exist) when it is missing.  Returns false after
+ * and its missing parents.  Returns false after
  * printing a message that names the option and the path. */
 bool cli_output_dir(const char *cmd, const char *flag, const char *path);
 
