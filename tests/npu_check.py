@@ -542,10 +542,6 @@ class Scenarios:
         code = "import ctypes,sys\ntry: ctypes.CDLL('libascendcl.so')\nexcept OSError: sys.exit(1)"
         return subprocess.run([sys.executable, "-c", code], env=e).returncode == 0
 
-    def manifest(self, case):
-        with open(os.path.join(case, "case.json")) as f:
-            return json.load(f)
-
 
 def main():
     names = sorted(n[5:] for n in dir(Scenarios) if n.startswith("test_"))
