@@ -1,10 +1,13 @@
 /*
  * suites.c - the built-in golden suites: which shapes, routings and value
  * kinds the committed corpus holds, and why each case is there.  Every
- * case is named for what it exercises; the shapes come from the device
- * facts of spec section 5 (core counts, chunk limits, 32-byte alignment)
- * and the value kinds from the open device questions of spec section 2.
- * docs/golden-format.md lists the same suites for readers of the data.
+ * case is named for what it exercises and its description says why; the
+ * shapes come from how the device kernels split the work (core counts,
+ * chunk limits of the unified buffer, 32-byte and 512-byte alignment, the
+ * tiling of MoeTokenUnpermuteGrad's reduction) and the value kinds from
+ * the questions only a device can answer (docs/arithmetic.md,
+ * docs/unpermute-grad.md).  docs/golden-format.md lists the same suites
+ * for readers of the data.
  */
 #include <inttypes.h>
 #include <stdarg.h>
