@@ -7,11 +7,15 @@
  *
  * The "kernel" here is a stand-in: a plain loop of MoeTokenPermuteGrad
  * (sum each token's top_k rows in fp32, in slot order, then round once).
- * Replace my_kernel() with a call into yours.
+ * With --accumulate-in-output-dtype it makes a classic porting mistake
+ * instead, rounding the running sum to bf16/fp16 after every add, to show
+ * what a mismatch report and its diagnosis look like.  Replace my_kernel()
+ * with a call into yours.
  *
  *   cc check_my_kernel.c $(pkg-config --cflags --libs moeperm-golden) -o check_my_kernel
  *   ./check_my_kernel golden/          # exit 0: every case the same
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +43,7 @@ static void store(moeperm_dtype dtype, void *data, size_t i, float value)
 
 /* The kernel under test: out[t, h] = sum over k of grad[idx[t*K + k], h]. */
 static void my_kernel(const golden_tensor *grad, const golden_tensor *indices, int64_t top_k,
-                      void *out)
+                      bool round_each_add, void *out)
 {
     int64_t rows = grad->shape[0], hidden = grad->shape[1];
     int64_t tokens = indices->shape[0] / top_k;
@@ -53,6 +57,10 @@ static void my_kernel(const golden_tensor *grad, const golden_tensor *indices, i
                     continue; /* a dropped slot */
                 float x = load(grad->dtype, grad->data, (size_t)(r * hidden + h));
                 acc = k == 0 ? x : acc + x;
+                if (round_each_add) { /* the bug: the sum kept in the output dtype */
+                    store(grad->dtype, out, (size_t)(t * hidden + h), acc);
+                    acc = load(grad->dtype, out, (size_t)(t * hidden + h));
+                }
             }
             store(grad->dtype, out, (size_t)(t * hidden + h), acc);
         }
@@ -60,14 +68,15 @@ static void my_kernel(const golden_tensor *grad, const golden_tensor *indices, i
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s GOLDEN_DIR\n", argv[0]);
+    bool buggy = argc == 3 && strcmp(argv[1], "--accumulate-in-output-dtype") == 0;
+    if (argc != 2 + buggy) {
+        fprintf(stderr, "usage: %s [--accumulate-in-output-dtype] GOLDEN_DIR\n", argv[0]);
         return 2;
     }
     char err[1024];
     char **dirs;
     size_t count;
-    if (golden_find_cases(argv[1], &dirs, &count, err, sizeof err) != 0) {
+    if (golden_find_cases(argv[argc - 1], &dirs, &count, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -86,20 +95,26 @@ int main(int argc, char **argv)
         }
         const golden_tensor *expected = golden_case_tensor_const(&c, "input_grad");
         void *out = calloc(1, expected->bytes ? expected->bytes : 1);
-        my_kernel(golden_case_tensor_const(&c, "permuted_output_grad"),
-                  golden_case_tensor_const(&c, "sorted_indices"), c.attrs.top_k, out);
-        golden_compare_result r;
-        if (!out || golden_compare(expected->dtype, expected->shape[0], expected->shape[1],
-                                   expected->data, out, false, &r) != 0) {
+        if (!out) {
             fprintf(stderr, "out of memory\n");
             return 3;
         }
-        printf("%-8s %s\n", r.differing ? "MISMATCH" : "pass", dirs[i]);
-        golden_compare_report(stdout, expected->dtype, &r, "    ");
-        if (r.differing && status == 0)
+        my_kernel(golden_case_tensor_const(&c, "permuted_output_grad"),
+                  golden_case_tensor_const(&c, "sorted_indices"), c.attrs.top_k, buggy, out);
+        /* The judgement: bits, statistics, and a diagnosis of what differs. */
+        golden_judge_options options = {.diagnose = true};
+        golden_judgement *j;
+        if (golden_judge(&c, &out, &options, &j, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 3;
+        }
+        bool same = golden_judgement_verdict(j) == GOLDEN_VERDICT_SAME;
+        printf("%-8s %s\n", same ? "pass" : "MISMATCH", dirs[i]);
+        golden_judgement_report(stdout, j, "    ");
+        if (!same && status == 0)
             status = 1;
         judged++;
-        golden_compare_free(&r);
+        golden_judgement_free(j);
         free(out);
         golden_case_free(&c);
     }

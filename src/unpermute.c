@@ -18,7 +18,16 @@
  * each output element comes from one task with the k loop in order, so the
  * bits do not depend on the number of threads.  The multiply and the add
  * are separate statements and the build forbids contraction, so nothing is
- * fused; the loops vectorise across columns only.
+ * fused; the loops vectorise across columns only.  A block is first summed
+ * optimistically, with plain additions, and summed again with the NaN
+ * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS).
+ *
+ * That portable loop is the reference.  Where MoeTokenPermuteGrad runs its
+ * x86 fast path (kernel.h: the same choice, MOEPERM_FORCE_PORTABLE=1 turns
+ * it off) and the rows and out have unit column strides, the operator runs
+ * that path's scaled segments instead (src/x86/), which keep the sums in
+ * registers across all of a token's rows; tests/test_fast_paths.c holds
+ * them to this loop bit for bit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +64,11 @@ static inline float nan_product(float x, uint32_t p_quiet)
  * accumulator stays a NaN through every later addition: when no column of
  * a block ends as a NaN, no addition met a NaN accumulator, and the plain
  * sums are exactly moeperm_accumulate()'s.  A block that does end with a
- * NaN is summed again with add_ and add_nan_, the order pinned. */
-#define DEFINE_ROW_OPS(suffix, type, widen, narrow)                                           \
+ * NaN is summed again with add_ and add_nan_, the order pinned.  For the
+ * same reason the optimistic pass (first_fast_, add_fast_) may widen with
+ * `fast_widen`, which need only be right for values that are not NaNs: a
+ * NaN token value makes its product, and so the block, end as a NaN. */
+#define DEFINE_ROW_OPS(suffix, type, widen, fast_widen, narrow)                               \
     static inline void first_##suffix(float *restrict acc, const type *restrict row,          \
                                       int64_t stride, float p, int64_t n)                     \
     {                                                                                         \
@@ -65,11 +77,19 @@ static inline float nan_product(float x, uint32_t p_quiet)
             acc[j] = x * p;                                                                   \
         }                                                                                     \
     }                                                                                         \
+    static inline void first_fast_##suffix(float *restrict acc, const type *restrict row,     \
+                                           int64_t stride, float p, int64_t n)                \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = fast_widen(row[j * stride]);                                            \
+            acc[j] = x * p;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
     static inline void add_fast_##suffix(float *restrict acc, const type *restrict row,       \
                                          int64_t stride, float p, int64_t n)                  \
     {                                                                                         \
         for (int64_t j = 0; j < n; j++) {                                                     \
-            float x = widen(row[j * stride]);                                                 \
+            float x = fast_widen(row[j * stride]);                                            \
             float product = x * p;                                                            \
             acc[j] = acc[j] + product;                                                        \
         }                                                                                     \
@@ -113,9 +133,16 @@ static inline float narrow_f32(float x)
     return x;
 }
 
-DEFINE_ROW_OPS(f32, float, widen_f32, narrow_f32)
-DEFINE_ROW_OPS(f16, uint16_t, fp_fp16_to_float, fp_float_to_fp16)
-DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, fp_float_to_bf16)
+/* bf16 is the upper half of a binary32: for anything but a NaN (which
+ * fp_bf16_to_float() makes quiet) widening is the shift alone. */
+static inline float widen_bf16_not_nan(uint16_t h)
+{
+    return fp_from_bits((uint32_t)h << 16);
+}
+
+DEFINE_ROW_OPS(f32, float, widen_f32, widen_f32, narrow_f32)
+DEFINE_ROW_OPS(f16, uint16_t, fp_fp16_to_float, fp_fp16_to_float, fp_float_to_fp16)
+DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, widen_bf16_not_nan, fp_float_to_bf16)
 
 /* Whether any of the n accumulators is a NaN (a reduction that vectorises). */
 static inline bool any_nan(const float *acc, int64_t n)
@@ -221,16 +248,16 @@ static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_
             nan_prob |= slots[s].p_quiet != 0;                                                \
         }                                                                                     \
         int64_t first = zero_start ? 0 : 1;                                                   \
+        if (zero_start)                                                                       \
+            memset(acc, 0, (size_t)n * sizeof *acc);                                          \
         bool exact = nan_prob;                                                                \
         if (!nan_prob) {                                                                      \
-            if (zero_start)                                                                   \
-                memset(acc, 0, (size_t)n * sizeof *acc);                                      \
-            else if (sc == 1)                                                                 \
-                first_##suffix(acc, rows[0], 1, slots[0].p, n);                               \
-            else                                                                              \
-                first_##suffix(acc, rows[0], sc, slots[0].p, n);                              \
-            for (int64_t s = first; s < count; s++) {                                         \
-                if (sc == 1)                                                                  \
+            for (int64_t s = 0; s < count; s++) {                                             \
+                if (s < first && sc == 1)                                                     \
+                    first_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                      \
+                else if (s < first)                                                           \
+                    first_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                     \
+                else if (sc == 1)                                                             \
                     add_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                        \
                 else                                                                          \
                     add_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                       \
@@ -284,10 +311,25 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
                      (double)moeperm_dtype_size(dtype));
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
+#ifdef MOEPERM_HAVE_X86_PATH
+    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_path() */
+    moeperm_kernel_path path = moeperm_kernel_resolve_path(MOEPERM_PATH_AUTO);
+    if (path != MOEPERM_PATH_PORTABLE && plan->unpermute.permuted_tokens.strides[1] == 1 &&
+        plan->unpermute.out.strides[1] == 1) {
+        moeperm_x86_run_unpermute(plan, team, path == MOEPERM_PATH_X86_AVX512);
+        return;
+    }
+#endif
     void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
         dtype == MOEPERM_FLOAT     ? task_f32
         : dtype == MOEPERM_FLOAT16 ? task_f16
                                    : task_bf16;
+    /* Runs of consecutive tasks handed out one at a time, as in
+     * MoeTokenPermuteGrad: a thread the OS keeps waiting (a busy, shared
+     * machine) leaves its share to the others instead of holding up the
+     * end.  Which thread sums a task never changes its bits. */
+    int64_t run = tasks / ((int64_t)team * 8);
+    run = run < 1 ? 1 : run > 64 ? 64 : run;
     (void)team;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team) if (team > 1 && tasks > 1)
@@ -295,7 +337,7 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
     {
         fp_env env = fp_env_enter();
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, run) nowait
 #endif
         for (int64_t i = 0; i < tasks; i++) {
             int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;

@@ -100,6 +100,49 @@ static inline int64_t ug_half(int64_t len)
     return ((len + 1) / 2 + 7) / 8 * 8;
 }
 
+/* The T that a chunk of len >= 64 columns folds to (its branch). */
+static inline int64_t ug_target(int64_t len)
+{
+    return len >= 4096 ? 4096 : len >= 512 ? 512 : 64;
+}
+
+/*
+ * The folds and the tree of ReduceSumFunc once the chunk of len columns
+ * (len >= 64) has been folded down to `total` columns: the halving loop
+ * goes on while more than 2T are left, then the last fold to T, then the
+ * pairwise tree over T.
+ */
+static inline float ug_reduce_folded(float *buf, float *tmp, int64_t len, int64_t total)
+{
+    int64_t target = ug_target(len);
+    while (total > 2 * target) {
+        int64_t half = ug_half(total);
+        ug_fold(buf, buf + half, total - half);
+        total = half;
+    }
+    ug_fold(buf, buf + target, total - target);
+    return ug_pairwise(buf, tmp, target);
+}
+
+/*
+ * The first operation ReduceSumFunc applies to a chunk of len columns, so
+ * that the kernel can apply it as the products are computed: the distance
+ * d of a first fold that adds something (buf[i] += buf[d + i] for
+ * i < len - d; then ug_reduce_folded(buf, tmp, len, d) finishes), or 0 when
+ * the first operation is a level of the pairwise tree (len < 64, or
+ * len = T, whose last fold adds nothing; then the tree goes on over
+ * ceil(len / 2) pair sums, the odd last element moved up unchanged).
+ */
+static inline int64_t ug_first_fold(int64_t len)
+{
+    if (len < 64)
+        return 0;
+    int64_t target = ug_target(len);
+    if (len > 2 * target)
+        return ug_half(len);
+    return len > target ? target : 0;
+}
+
 /*
  * ReduceSumFunc: the sum of the chunk buf[0..len), len >= 1, in the
  * kernel's order.  Chunks of 4096 columns or more fold to T = 4096 (the
@@ -114,27 +157,15 @@ static inline int64_t ug_half(int64_t len)
  *   return pairwise(buf, T)
  *
  * Shorter chunks are one WholeReduceSum: pairwise(buf, len).  buf and tmp
- * are scratch; tmp holds at least (max(len, 64) + 1) / 2 floats.
+ * are scratch; tmp holds at least (max(len, 64) + 1) / 2 floats.  The
+ * kernel runs the same steps split in two (ug_first_fold(), then
+ * ug_reduce_folded() or the rest of the tree).
  */
 static inline float ug_reduce_chunk(float *buf, float *tmp, int64_t len)
 {
-    int64_t target;
-    if (len >= 4096)
-        target = 4096;
-    else if (len >= 512)
-        target = 512;
-    else if (len >= 64)
-        target = 64;
-    else
+    if (len < 64)
         return ug_pairwise(buf, tmp, len);
-    int64_t total = len;
-    while (total > 2 * target) {
-        int64_t half = ug_half(total);
-        ug_fold(buf, buf + half, total - half);
-        total = half;
-    }
-    ug_fold(buf, buf + target, total - target);
-    return ug_pairwise(buf, tmp, target);
+    return ug_reduce_folded(buf, tmp, len, len);
 }
 
 #endif

@@ -9,7 +9,9 @@
  * must read and write: permuted_tokens (R*H) read, permuted_tokens_grad
  * (R*H) written, unpermuted_tokens_grad (N*H) read, and the indices, probs
  * and probs_grad; memcpy copies half that many bytes, split over the same
- * threads, and is counted as read plus written.  Medians of `reps`.
+ * threads, and is counted as read plus written.  Medians of `reps`, and the
+ * ratio of the best times (on a shared machine the median moves with the
+ * neighbours' load).
  * Not a test: its figures depend on the machine and its load.
  */
 #include <stdio.h>
@@ -162,12 +164,13 @@ int main(int argc, char **argv)
             }
         }
         double op_s = median(op, reps), mc_s = median(mc, reps);
-        printf("%-8s %-8s %8.1f MiB  operator %6.2f GB/s (%7.2f ms)  memcpy %6.2f GB/s  "
-               "ratio %.2f\n",
+        double op_best = op[0], mc_best = mc[0]; /* sorted by median() */
+        printf("%-8s %-8s %7.1f MiB  operator %6.2f GB/s (%7.2f ms)  memcpy %6.2f GB/s  "
+               "ratio %.2f  (best %.2f)\n",
                with_probs ? "probs" : "no-probs",
                dtype == MOEPERM_FLOAT ? "float32" : dtype == MOEPERM_BF16 ? "bf16" : "float16",
                bytes / 1048576.0, bytes / op_s * 1e-9, op_s * 1e3, bytes / mc_s * 1e-9,
-               mc_s / op_s);
+               mc_s / op_s, mc_best / op_best);
         moeperm_tensor_destroy(t);
         moeperm_tensor_destroy(g);
         moeperm_tensor_destroy(ix);

@@ -2,6 +2,11 @@
 """npu_check.py - `moeperm check --backend npu` end to end against the fake
 Ascend runtime (tests/fake_acl), one scenario per meson test.
 
+The committed corpus holds MoeTokenPermuteGrad; cases of MoeTokenPermute,
+MoeTokenUnpermute and MoeTokenUnpermuteGrad are generated at test time
+with `moeperm golden --op ...` (FAMILY_CASES), so every scenario that
+matters per operator runs over all four.
+
 Why a driver script rather than cmocka: these scenarios are about the whole
 program (its exit code, what it prints, what it leaves behind in the
 runtime) over the committed golden corpus, and each needs a fresh process
@@ -11,9 +16,13 @@ finalized, every device reset, every stream, allocation and tensor given
 back, no byte left live, no misuse of the API.
 
 Usage: npu_check.py SCENARIO --moeperm EXE --corpus DIR [--corpus DIR ...]
-The first --corpus directory holding a case.json is used.  The fake's
+The first --corpus directory holding a case.json is used, its
+MoeTokenPermuteGrad cases only: that is the operator the fake implements
+(cases of format 1 and 2 alike).  The fake's
 libraries come from FAKE_ACL_FULL, FAKE_ACL_RT, FAKE_ACL_OP,
-FAKE_ACL_NOSYNC and FAKE_ASCEND_HOME, which meson sets.
+FAKE_ACL_NOSYNC, FAKE_ACL_NOPERMUTE, FAKE_ACL_NOUNPERMUTE,
+FAKE_ACL_NOUNPERMUTE_GRAD, FAKE_ACL_NOINTARRAY and FAKE_ASCEND_HOME, which
+meson sets.
 """
 import argparse
 import json
@@ -31,8 +40,52 @@ FAULT_VARS = ("LD_LIBRARY_PATH", "MOEPERM_ASCEND_LIBS", "MOEPERM_NPU_DEVICE",
               "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "FAKE_ACL_REPORT",
               "FAKE_ACL_FAIL_MALLOC", "FAKE_ACL_FAIL_MEMCPY", "FAKE_ACL_FAIL_TENSOR",
               "FAKE_ACL_FAIL_STREAM", "FAKE_ACL_FAIL_SYNC", "FAKE_ACL_FAIL_PLAN",
-              "FAKE_ACL_FAIL_RUN", "FAKE_ACL_FLIP", "FAKE_ACL_FLIP_RUN", "FAKE_ACL_WORKSPACE",
-              "FAKE_ACL_DEVICES")
+              "FAKE_ACL_FAIL_RUN", "FAKE_ACL_FAIL_INT_ARRAY", "FAKE_ACL_FLIP",
+              "FAKE_ACL_FLIP_RUN", "FAKE_ACL_FLIP_OUTPUT", "FAKE_ACL_KEEP_ROW",
+              "FAKE_ACL_WORKSPACE", "FAKE_ACL_DEVICES", "FAKE_ACL_UB_BYTES",
+              "FAKE_ACL_VECTOR_CORES")
+
+# Cases of the other three operators: (name, `moeperm golden` options,
+# whether the manifest gets a restore_shape of [tokens, hidden]).  The
+# first case of each operator is its small one, which the fault loops use.
+SIZES = ["--tokens", "4", "--top-k", "3", "--hidden", "7"]
+FAMILY_CASES = (
+    ("permute-bf16", ["--op", "permute", "--dtype", "bf16"] + SIZES, False),
+    ("permute-int8-int64-sentinels-drop3",
+     ["--op", "permute", "--dtype", "int8", "--index-dtype", "int64", "--sentinels",
+      "--num-out-tokens", "-3"] + SIZES, False),
+    ("permute-float16-no-row-kept", ["--op", "permute", "--dtype", "float16",
+                                     "--num-out-tokens", "-12"] + SIZES, False),
+    ("permute-float32-top1-keep4", ["--op", "permute", "--dtype", "float32", "--tokens", "6",
+                                    "--top-k", "1", "--hidden", "33", "--num-out-tokens", "4"],
+     False),
+    ("unpermute-float16-pfloat32-restore",
+     ["--op", "unpermute", "--dtype", "float16", "--probs-dtype", "float32", "--rows", "10"]
+     + SIZES, True),
+    ("unpermute-bf16-noprobs", ["--op", "unpermute", "--dtype", "bf16", "--no-probs",
+                                "--tokens", "5", "--top-k", "1", "--hidden", "9"], False),
+    ("unpermute-float32-pbf16-nan-inf",
+     ["--op", "unpermute", "--dtype", "float32", "--probs-dtype", "bf16", "--values", "nan-inf"]
+     + SIZES, False),
+    ("unpermute-grad-bf16-pfloat32-restore",
+     ["--op", "unpermute-grad", "--dtype", "bf16", "--probs-dtype", "float32", "--rows", "11"]
+     + SIZES, True),
+    ("unpermute-grad-float16-noprobs",
+     ["--op", "unpermute-grad", "--dtype", "float16", "--no-probs", "--tokens", "5",
+      "--top-k", "1", "--hidden", "70", "--rows", "4"], False),
+    ("unpermute-grad-float32-pfloat16-h600",
+     ["--op", "unpermute-grad", "--dtype", "float32", "--probs-dtype", "float16",
+      "--tokens", "3", "--top-k", "2", "--hidden", "600"], False),
+    ("unpermute-grad-bf16-pbf16-nan-inf",
+     ["--op", "unpermute-grad", "--dtype", "bf16", "--probs-dtype", "bf16", "--values",
+      "nan-inf", "--probs-values", "nan-inf"] + SIZES, False),
+)
+
+# The library the fake is built without, and what its absence takes away.
+MISSING = (("FAKE_ACL_NOPERMUTE", "MoeTokenPermute"),
+           ("FAKE_ACL_NOUNPERMUTE", "MoeTokenUnpermute"),
+           ("FAKE_ACL_NOUNPERMUTE_GRAD", "MoeTokenUnpermuteGrad"),
+           ("FAKE_ACL_NOINTARRAY", None))
 
 
 class Failed(Exception):
@@ -65,6 +118,21 @@ def case_size(case):
     return sum(os.path.getsize(os.path.join(case, f)) for f in os.listdir(case))
 
 
+def case_shape(case):
+    """op, tokens_num, hidden_size and the output dtype of a case, from a
+    manifest of either format."""
+    with open(os.path.join(case, "case.json")) as f:
+        m = json.load(f)
+    if m.get("format") == "moeperm-golden/1":
+        return {"op": m["op"], "tokens_num": m["tokens_num"], "hidden_size": m["hidden_size"],
+                "dtype": m["dtype"]}
+    out = m["tensors"].get("input_grad")
+    if m.get("op") != "MoeTokenPermuteGrad" or out is None:
+        return {"op": m.get("op")}
+    return {"op": m["op"], "tokens_num": out["shape"][0], "hidden_size": out["shape"][1],
+            "dtype": out["dtype"]}
+
+
 class Scenarios:
     def __init__(self, opts):
         self.moeperm = opts.moeperm
@@ -73,10 +141,53 @@ class Scenarios:
         self.corpus = next((c for c in opts.corpus if find_cases(c)), None)
         if self.corpus is None:
             self.corpus = self.generate_corpus()
-        self.cases = find_cases(self.corpus)
+        found = find_cases(self.corpus)
+        self.cases = [c for c in found if case_shape(c)["op"] == "MoeTokenPermuteGrad"]
+        # `check` walks the corpus itself when every case is one the fake runs.
+        self.all_cases = [self.corpus] if len(self.cases) == len(found) else self.cases
+        if len(self.cases) != len(found):
+            print("note: %d cases of other operators left out: the fake runtime implements "
+                  "MoeTokenPermuteGrad alone" % (len(found) - len(self.cases)))
+        expect(self.cases, "no MoeTokenPermuteGrad case in %s" % self.corpus)
         # Fault loops run many processes: two small cases are enough to see
         # a failure in the first case and one after a case that succeeded.
         self.small = sorted(self.cases, key=case_size)[:2]
+        self._family_root = None
+
+    def family_root(self):
+        """The generated cases of the other three operators, made once."""
+        if self._family_root is None:
+            root = os.path.join(self.tmp, "family")
+            for name, options, restore in FAMILY_CASES:
+                args = [self.moeperm, "golden", "--out", root, "--name", name] + options
+                p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+                if restore:
+                    path = os.path.join(root, name, "case.json")
+                    with open(path) as f:
+                        m = json.load(f)
+                    shape = m["tensors"]["unpermuted_tokens" if m["op"] == "MoeTokenUnpermute"
+                                         else "unpermuted_tokens_grad"]["shape"]
+                    m["attrs"]["restore_shape"] = shape
+                    with open(path, "w") as f:
+                        json.dump(m, f, indent=2)
+            self._family_root = root
+        return self._family_root
+
+    def family_small(self):
+        """One small case of each of the other three operators, those of
+        MoeTokenUnpermute(Grad) with a restore_shape."""
+        root, seen, small = self.family_root(), set(), []
+        for name, options, _ in FAMILY_CASES:
+            op = options[options.index("--op") + 1]
+            if op not in seen:
+                seen.add(op)
+                small.append(os.path.join(root, name))
+        return small
+
+    def fault_cases(self):
+        """Every operator: two committed cases, then one of each other."""
+        return self.small + self.family_small()
 
     def generate_corpus(self):
         """Without a committed corpus, a few small cases from the CLI."""
@@ -130,6 +241,9 @@ class Scenarios:
                      ("streams_created", "streams_destroyed"), ("mallocs", "frees"),
                      ("tensors_created", "tensors_destroyed")):
             expect(r[a] == r[b], "%s %d != %s %d" % (a, r[a], b, r[b]), run)
+        expect(r.get("int_arrays_created", 0) == r.get("int_arrays_destroyed", 0),
+               "int arrays: %d made, %d destroyed" % (r.get("int_arrays_created", 0),
+                                                      r.get("int_arrays_destroyed", 0)), run)
         expect(r["live_bytes"] == 0 and r["live_allocations"] == 0,
                "%d bytes in %d allocations left live" % (r["live_bytes"], r["live_allocations"]),
                run)
@@ -141,16 +255,31 @@ class Scenarios:
     # -- scenarios -------------------------------------------------------
 
     def test_all_cases_pass(self):
-        run = self.check([self.corpus])
+        run = self.check(self.all_cases)
         expect(run.returncode == 0, "the corpus does not pass on the fake", run)
         self.balanced(run)
         expect(run.report["operator_runs"] == len(self.cases),
                "%d cases but %d operator runs" % (len(self.cases), run.report["operator_runs"]),
                run)
 
+    def test_all_four_operators_pass(self):
+        family = find_cases(self.family_root())
+        run = self.check([self.corpus, self.family_root()])
+        expect(run.returncode == 0, "the four operators' cases do not pass on the fake", run)
+        self.balanced(run)
+        total = len(self.cases) + len(family)
+        expect(run.report["operator_runs"] == total,
+               "%d cases but %d operator runs" % (total, run.report["operator_runs"]), run)
+        restores = sum(1 for _, _, restore in FAMILY_CASES if restore)
+        expect(run.report["int_arrays_planned"] == restores,
+               "%d cases give restore_shape, %d plans got one"
+               % (restores, run.report["int_arrays_planned"]), run)
+        for op in ("MoeTokenPermute", "MoeTokenUnpermute", "MoeTokenUnpermuteGrad"):
+            expect(any(self.manifest(c)["op"] == op for c in family), "no %s case" % op)
+
     def test_split_runtime_and_operator_libraries_pass(self):
         libs = self.lib("FAKE_ACL_RT") + ":" + self.lib("FAKE_ACL_OP")
-        run = self.check(self.small, {"MOEPERM_ASCEND_LIBS": libs})
+        run = self.check(self.fault_cases(), {"MOEPERM_ASCEND_LIBS": libs})
         expect(run.returncode == 0, "runtime and operator in two libraries fail", run)
         self.balanced(run)
 
@@ -163,10 +292,10 @@ class Scenarios:
     def test_flipped_bit_is_a_mismatch_naming_token_and_column(self):
         # A case with at least two tokens, so the token is not trivially 0.
         case = next((c for c in sorted(self.cases, key=case_size)
-                     if self.manifest(c)["tokens_num"] >= 2 and
-                     self.manifest(c)["hidden_size"] >= 3), None)
+                     if case_shape(c)["tokens_num"] >= 2 and
+                     case_shape(c)["hidden_size"] >= 3), None)
         expect(case is not None, "no case with 2 tokens and 3 columns in the corpus")
-        m = self.manifest(case)
+        m = case_shape(case)
         token, column = 1, min(2, m["hidden_size"] - 1)
         element = token * m["hidden_size"] + column
         # The top exponent bit: changes every value, NaN or not, so even a
@@ -184,28 +313,55 @@ class Scenarios:
         expect(int(m.group(1), 16) ^ int(m.group(2), 16) == 1 << bit,
                "expected and actual bits differ in more than bit %d" % bit, run)
 
-    def each_call_fails_cleanly(self, var, counter, call, code, unrun=lambda n: 0):
-        """Fails each call of one kind in turn, over two cases: the fake
-        counts the calls in its report under counter and fails the one
-        var names.  Each must be exit 3 with the call named, and balance."""
-        clean = self.check(self.small)
+    def test_flipped_bit_in_a_family_output_is_named_by_output_token_and_column(self):
+        root = self.family_root()
+        # (case, output index in argument order, its name, token, column, bit)
+        for name, output, tensor, token, column, bit in (
+                ("unpermute-grad-bf16-pfloat32-restore", 1, "probs_grad", 1, 2, 30),
+                ("unpermute-grad-bf16-pfloat32-restore", 0, "permuted_tokens_grad", 3, 4, 14),
+                ("permute-bf16", 0, "permuted_tokens", 2, 5, 14),
+                ("permute-bf16", 1, "sorted_indices", 9, 0, 3)):
+            case = os.path.join(root, name)
+            shape = self.manifest(case)["tensors"][tensor]["shape"]
+            element = token * (shape[1] if len(shape) == 2 else 1) + column
+            run = self.check([case], {"FAKE_ACL_FLIP": "%d:%d" % (element, bit),
+                                      "FAKE_ACL_FLIP_OUTPUT": str(output)})
+            expect(run.returncode == 1, "a flipped bit in %s is not a mismatch (exit 1)" % tensor,
+                   run)
+            self.balanced(run)
+            expect(re.search(r"^\s*%s:\s*$" % tensor, run.output, re.M) is not None and
+                   re.search(r"\b1 of \d+ elements differ", run.output) is not None,
+                   "the report does not say one element of %s differs" % tensor, run)
+            m = re.search(r"token %d, column %d: expected 0x([0-9a-f]+) .*actual 0x([0-9a-f]+)"
+                          % (token, column), run.output)
+            expect(m is not None, "the report does not name %s token %d, column %d"
+                   % (tensor, token, column), run)
+            expect(int(m.group(1), 16) ^ int(m.group(2), 16) == 1 << bit,
+                   "expected and actual bits differ in more than bit %d" % bit, run)
+
+    def each_call_fails_cleanly(self, var, counter, call, code, least_per_case=3):
+        """Fails each call of one kind in turn, over a case of every
+        operator: the fake counts the calls in its report under counter and
+        fails the one var names.  Each must be exit 3 with the call named,
+        and balance; a refused workspace (the last allocation of a case)
+        strands the plan made just before it, by aclnn's design."""
+        cases = self.fault_cases()
+        clean = self.check(cases)
         expect(clean.returncode == 0, "the small cases do not pass", clean)
         calls = clean.report[counter]
-        expect(calls >= 3 * len(self.small), "only %d calls counted as %s" % (calls, counter),
-               clean)
+        expect(calls >= least_per_case * len(cases),
+               "only %d calls counted as %s" % (calls, counter), clean)
         for n in range(1, calls + 1):
-            run = self.check(self.small, {var: str(n)})
+            run = self.check(cases, {var: str(n)})
             expect(run.returncode == 3, "%s=%d: not exit 3" % (var, n), run)
             expect(call in run.output and code in run.output and var in run.output,
                    "%s=%d: the message lacks %s, %s or the runtime's own text"
                    % (var, n, call, code), run)
-            self.balanced(run, unrun_executors=unrun(n))
+            self.balanced(run, unrun_executors=1 if "of workspace)" in run.output else 0)
 
     def test_each_refused_allocation_is_a_failure_that_leaks_nothing(self):
-        # The workspace is the last allocation of a case (4th, 8th, ...),
-        # and a refusal there strands the plan.
         self.each_call_fails_cleanly("FAKE_ACL_FAIL_MALLOC", "malloc_calls", "aclrtMalloc",
-                                     "207001", unrun=lambda n: 1 if n % 4 == 0 else 0)
+                                     "207001")
 
     def test_each_failed_copy_is_a_failure_that_leaks_nothing(self):
         self.each_call_fails_cleanly("FAKE_ACL_FAIL_MEMCPY", "memcpys", "aclrtMemcpy", "507033")
@@ -213,6 +369,25 @@ class Scenarios:
     def test_each_refused_tensor_is_a_failure_that_leaks_nothing(self):
         self.each_call_fails_cleanly("FAKE_ACL_FAIL_TENSOR", "tensor_calls", "aclCreateTensor",
                                      "returned NULL")
+
+    def test_each_refused_int_array_is_a_failure_that_leaks_nothing(self):
+        # One per case of MoeTokenUnpermute(Grad) given a restore_shape.
+        self.each_call_fails_cleanly("FAKE_ACL_FAIL_INT_ARRAY", "int_array_calls",
+                                     "aclCreateIntArray(restore_shape)", "returned NULL",
+                                     least_per_case=0)
+
+    def test_family_operator_refusal_and_run_failure_name_the_operator(self):
+        for case in self.family_small():
+            op = self.manifest(case)["op"]
+            for var, call, code in (("FAKE_ACL_FAIL_PLAN", "aclnn%sGetWorkspaceSize failed" % op,
+                                     "161002"),
+                                    ("FAKE_ACL_FAIL_RUN", "aclnn%s failed" % op, "361001")):
+                run = self.check([case], {var: "1"})
+                expect(run.returncode == 3, "%s, %s=1: not exit 3" % (op, var), run)
+                expect(call in run.output and code in run.output and var in run.output,
+                       "%s, %s=1: the message lacks %s, %s or the runtime's text"
+                       % (op, var, call, code), run)
+                self.balanced(run)
 
     def test_operator_refusal_is_a_failure_with_its_code(self):
         run = self.check(self.small, {"FAKE_ACL_FAIL_PLAN": "1"})
@@ -261,6 +436,32 @@ class Scenarios:
             expect(symbol in run.output, "the message does not name %s" % symbol, run)
             expect(run.report.get("inits", 0) == 0, "the runtime was used regardless", run)
 
+    def test_missing_family_symbol_is_named_and_the_rest_pass(self):
+        """A runtime without one operator (or without the int arrays)
+        fails exactly the cases that need it, naming the missing symbol,
+        and passes the others."""
+        cases = self.fault_cases()
+        for var, missing_op in MISSING:
+            run = self.check(cases, {"MOEPERM_ASCEND_LIBS": self.lib(var)})
+            expect(run.returncode == 3, "%s: not exit 3" % var, run)
+            self.balanced(run)
+            for case in cases:
+                m = self.manifest(case)
+                if missing_op is not None:
+                    fails = m.get("op") == missing_op
+                    sentence = "the Ascend runtime has no aclnn%sGetWorkspaceSize, which %s needs" \
+                        % (missing_op, missing_op)
+                else:
+                    fails = "restore_shape" in m.get("attrs", {})
+                    sentence = "the Ascend runtime has no aclCreateIntArray, which restore_shape needs"
+                line = next((l for l in run.output.splitlines() if l.endswith(case) or
+                             (case + ":") in l), "")
+                if fails:
+                    expect(line.startswith("BACKEND-FAILURE") and sentence in line,
+                           "%s: %s does not fail naming what is missing" % (var, case), run)
+                else:
+                    expect(line.startswith("pass"), "%s: %s does not pass" % (var, case), run)
+
     def test_device_is_chosen_by_flag_or_environment(self):
         run = self.check(self.small, {"FAKE_ACL_DEVICES": "2"}, ["--device", "1"])
         expect(run.returncode == 0, "--device 1 of 2 fails", run)
@@ -286,8 +487,10 @@ class Scenarios:
         for env, code in (({}, 0), ({"FAKE_ACL_FAIL_MALLOC": "4"}, 3),
                           ({"FAKE_ACL_FAIL_TENSOR": "2"}, 3), ({"FAKE_ACL_FAIL_PLAN": "1"}, 3),
                           ({"FAKE_ACL_FAIL_RUN": "1"}, 3), ({"FAKE_ACL_FAIL_SYNC": "1"}, 3),
-                          ({"MOEPERM_ASCEND_LIBS": self.lib("FAKE_ACL_NOSYNC")}, 3)):
-            run = self.check(self.small, env, wrapper=wrapper)
+                          ({"FAKE_ACL_FAIL_INT_ARRAY": "2"}, 3),
+                          ({"MOEPERM_ASCEND_LIBS": self.lib("FAKE_ACL_NOSYNC")}, 3),
+                          ({"MOEPERM_ASCEND_LIBS": self.lib("FAKE_ACL_NOINTARRAY")}, 3)):
+            run = self.check(self.fault_cases(), env, wrapper=wrapper)
             expect(run.returncode == code, "under valgrind with %s: exit %d, not %d"
                    % (env, run.returncode, code), run)
 
@@ -296,10 +499,6 @@ class Scenarios:
         e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
         code = "import ctypes,sys\ntry: ctypes.CDLL('libascendcl.so')\nexcept OSError: sys.exit(1)"
         return subprocess.run([sys.executable, "-c", code], env=e).returncode == 0
-
-    def manifest(self, case):
-        with open(os.path.join(case, "case.json")) as f:
-            return json.load(f)
 
 
 def main():

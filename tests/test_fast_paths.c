@@ -1,7 +1,7 @@
 /*
- * The fast paths against the portable path, bit for bit (spec §2 fixes the
- * bits, and the portable loop of permute_grad.c is the reference), on every
- * instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
+ * The fast paths against the portable path, bit for bit (docs/arithmetic.md
+ * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/test_fast_conversions_exhaustive.c does all 2^32),
  * and the x86 operator on seeded random cases with special values, tails
@@ -9,6 +9,13 @@
  * and 512, row strides and offsets, strided columns (which fall back to
  * the portable path), column-split tasks, streamed output and any thread
  * count.
+ *
+ * MoeTokenUnpermute with probs runs the same paths with a multiplier per
+ * row; its fast paths are held to its portable loop (unpermute.c) the same
+ * way, over every pair of token and probs dtypes, with products that are
+ * NaNs of either operand or both, infinities, -0 and subnormals, zero probs
+ * (slot 0's too), dropped slots, probs in any layout, and strided rows or
+ * output (which fall back to the portable loop).
  *
  * Case n is seeded with n, so a failing case can be rerun alone
  * (MOEPERM_TEST_CASE=n).  On a CPU without the fast path the tests skip.
@@ -52,8 +59,8 @@ typedef struct conversions {
 } conversions;
 
 static const conversions sets[2] = {
-    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float, moeperm_x86_fp16_to_float,
-     moeperm_x86_float_to_bf16, moeperm_x86_float_to_fp16},
+    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+     moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
     {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
      moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
      moeperm_x86_float_to_fp16_avx512},
@@ -353,10 +360,288 @@ static void test_column_blocks_and_streamed_output_match_portable_bits(void **st
         check_case(1223, MOEPERM_BF16, 2, 8, (1 << 20) + 3, 15, lay, 2);
 }
 
+/* A prob of dtype for the unpermute cases: +0 and -0 often (the slot is
+ * then left out), else draw()'s values, which hold NaNs of both kinds and
+ * signs, infinities, subnormals and values near overflow; a float32 one is
+ * sometimes tiny, to make subnormal products of ordinary values. */
+static uint32_t draw_prob(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    unsigned pick = (unsigned)(r % 16);
+    uint32_t bits = (uint32_t)(r >> 32);
+    uint32_t sign = dtype == MOEPERM_FLOAT ? 0x80000000u : 0x8000u;
+    if (pick < 2)
+        return 0;
+    if (pick < 3)
+        return sign;
+    if (pick < 4 && dtype == MOEPERM_FLOAT)
+        return (bits & 0x807fffffu) | 0x0c000000u; /* about 2^-103 */
+    return draw(rng, dtype);
+}
+
+/* A token value for the NaN-heavy cases: half of them NaNs of assorted
+ * payloads, quiet and signalling, so that products of a NaN token value
+ * and a NaN prob are common. */
+static uint32_t draw_nan(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    uint32_t bits = (uint32_t)(r >> 32);
+    if (r % 2)
+        return draw(rng, dtype);
+    if (dtype == MOEPERM_FLOAT)
+        return (bits & 0x807fffffu) | 0x7f800001u;
+    return dtype == MOEPERM_BF16 ? (uint16_t)((bits & 0x807fu) | 0x7f81u)
+                                 : (uint16_t)((bits & 0x83ffu) | 0x7c01u);
+}
+
+static void put(char *buffer, int64_t i, size_t es, uint32_t v)
+{
+    if (es == 4)
+        memcpy(buffer + i * 4, &v, 4);
+    else
+        ((uint16_t *)(void *)buffer)[i] = (uint16_t)v;
+}
+
+/* The layout of an unpermute case: permuted_tokens (grad_*) and out as in
+ * check_case(), and probs [tokens, top_k] row-major or transposed
+ * (probs_transposed: column stride tokens), after probs_offset elements. */
+typedef struct unpermute_layout {
+    layout rows;
+    bool probs_transposed;
+    int64_t probs_offset;
+} unpermute_layout;
+
+/* Compares out's whole buffer (what lies between and around the rows too). */
+static void expect_same_buffer(int number, const char *what, const char *want, const char *got,
+                               int64_t elems, size_t es)
+{
+    for (int64_t i = 0; i < elems; i++) {
+        uint32_t w = 0, v = 0;
+        memcpy(&w, want + i * (int64_t)es, es);
+        memcpy(&v, got + i * (int64_t)es, es);
+        if (w != v)
+            fail_msg("case %d, %s: element %lld of out's buffer: portable 0x%x, fast 0x%x",
+                     number, what, (long long)i, w, v);
+    }
+}
+
+/* One MoeTokenUnpermute case: the portable loop on one thread gives the
+ * expected bits; each x86 path this CPU has must give the same, called
+ * directly (unit column strides only) and through moeperm_unpermute_run()
+ * with that path chosen, on `threads` threads. */
+static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype probs_dtype,
+                                 int64_t tokens, int64_t top_k, int64_t hidden, int64_t rows,
+                                 unpermute_layout ul, int threads, bool nan_heavy)
+{
+    uint64_t rng = (uint64_t)number;
+    size_t es = naive_size(dtype), ps = naive_size(probs_dtype);
+    int64_t count = tokens * top_k;
+    layout lay = ul.rows;
+    if (lay.grad_cstride == 0)
+        lay.grad_cstride = 1;
+    if (lay.out_cstride == 0)
+        lay.out_cstride = 1;
+    if (lay.grad_stride < hidden * lay.grad_cstride)
+        lay.grad_stride = hidden * lay.grad_cstride;
+    if (lay.out_stride < hidden * lay.out_cstride)
+        lay.out_stride = hidden * lay.out_cstride;
+    int64_t x_elems = lay.grad_offset + rows * lay.grad_stride + 1;
+    int64_t out_elems = lay.out_offset + tokens * lay.out_stride + 1;
+    int64_t p_elems = ul.probs_offset + count + 1;
+    char *x = malloc((size_t)x_elems * es), *probs = malloc((size_t)p_elems * ps);
+    int32_t *indices = malloc((size_t)(count + 1) * sizeof *indices);
+    char *want = malloc((size_t)out_elems * es), *got = malloc((size_t)out_elems * es);
+    assert_non_null(x);
+    assert_non_null(probs);
+    assert_non_null(indices);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int64_t i = 0; i < x_elems; i++)
+        put(x, i, es, nan_heavy ? draw_nan(&rng, dtype) : draw(&rng, dtype));
+    for (int64_t i = 0; i < p_elems; i++)
+        put(probs, i, ps, nan_heavy ? draw_nan(&rng, probs_dtype) : draw_prob(&rng, probs_dtype));
+    naive_permutation(&rng, indices, count);
+    memset(want, 0x5a, (size_t)out_elems * es);
+
+    int64_t xdims[2] = {rows, hidden}, xstrides[2] = {lay.grad_stride, lay.grad_cstride};
+    int64_t idims[1] = {count};
+    int64_t pdims[2] = {tokens, top_k};
+    int64_t pstrides[2] = {ul.probs_transposed ? 1 : top_k, ul.probs_transposed ? tokens : 1};
+    int64_t odims[2] = {tokens, hidden}, ostrides[2] = {lay.out_stride, lay.out_cstride};
+    moeperm_tensor *tx = moeperm_tensor_create(xdims, 2, dtype, xstrides, lay.grad_offset, x);
+    moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+    moeperm_tensor *tp =
+        moeperm_tensor_create(pdims, 2, probs_dtype, pstrides, ul.probs_offset, probs);
+    moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
+    assert_non_null(tx);
+    assert_non_null(ti);
+    assert_non_null(tp);
+    assert_non_null(to);
+    struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
+    plan.unpermute.permuted_tokens = *tx;
+    plan.unpermute.sorted_indices = *ti;
+    plan.unpermute.probs = *tp;
+    plan.unpermute.out = *to;
+    plan.unpermute.top_k = top_k;
+    plan.unpermute.has_probs = true;
+    moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+    moeperm_unpermute_run(&plan, 1);
+    plan.unpermute.out.data = got;
+    bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
+    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
+                                                 MOEPERM_PATH_X86_AVX512};
+    char what[160];
+    for (int p = 0; p < 2; p++) {
+        if (!sets[p].available())
+            continue;
+        snprintf(what, sizeof what,
+                 "tokens %s, probs %s, T=%lld K=%lld H=%lld R=%lld, %s, %d threads",
+                 moeperm_dtype_name(dtype), moeperm_dtype_name(probs_dtype), (long long)tokens,
+                 (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
+        if (unit_columns) {
+            memset(got, 0x5a, (size_t)out_elems * es);
+            moeperm_x86_run_unpermute(&plan, threads, p == 1);
+            expect_same_buffer(number, what, want, got, out_elems, es);
+        }
+        memset(got, 0x5a, (size_t)out_elems * es);
+        moeperm_kernel_choose_path(paths[p]);
+        moeperm_unpermute_run(&plan, threads);
+        expect_same_buffer(number, what, want, got, out_elems, es);
+    }
+    moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+    moeperm_tensor_destroy(tx);
+    moeperm_tensor_destroy(ti);
+    moeperm_tensor_destroy(tp);
+    moeperm_tensor_destroy(to);
+    free(x);
+    free(probs);
+    free(indices);
+    free(want);
+    free(got);
+}
+
+static void test_unpermute_random_cases_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 2000; number < 2540; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 7919u + 3;
+        int pair = number % 9;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 10);
+        /* tails: every hidden size from 1 to 150, then some larger ones */
+        int64_t hidden = number < 2450 ? 1 + (number - 2000) / 3
+                                       : 1 + (int64_t)(naive_rand(&rng) % 700);
+        int64_t count = tokens * top_k;
+        /* a third of the cases drop slots, slot 0 among them */
+        int64_t rows = number % 3 == 1 ? (int64_t)(naive_rand(&rng) % (uint64_t)(count + 1))
+                                       : count;
+        unpermute_layout ul = {{0}, false, 0};
+        if (number % 5 == 2) { /* row strides and offsets: still the fast path */
+            ul.rows.grad_stride = hidden + 1 + (int64_t)(naive_rand(&rng) % 7);
+            ul.rows.grad_offset = (int64_t)(naive_rand(&rng) % 5);
+            ul.rows.out_stride = hidden + (int64_t)(naive_rand(&rng) % 3);
+            ul.rows.out_offset = (int64_t)(naive_rand(&rng) % 5);
+        }
+        if (number % 4 == 3) { /* probs transposed and offset: still the fast path */
+            ul.probs_transposed = true;
+            ul.probs_offset = 1 + (int64_t)(naive_rand(&rng) % 3);
+        }
+        check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], tokens, top_k, hidden,
+                             rows, ul, 1 + number % 3, number % 7 == 0);
+    }
+}
+
+/* Products of two NaNs decide by operand order: half the token values and
+ * half the probs are NaNs of different payloads, every dtype pair, tails of
+ * both widths. */
+static void test_unpermute_nan_products_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    for (int pair = 0; pair < 9; pair++) {
+        if (selected(2600 + pair))
+            check_unpermute_case(2600 + pair, dtypes[pair / 3], dtypes[pair % 3], 12, 6, 77, 72,
+                                 ul, 2, true);
+        if (selected(2610 + pair))
+            check_unpermute_case(2610 + pair, dtypes[pair / 3], dtypes[pair % 3], 7, 3, 37, 19,
+                                 ul, 1, true);
+    }
+}
+
+static void test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        if (selected(2700 + pair))
+            check_unpermute_case(2700 + pair, d, q, 41, 1, 77, 41, ul, 2, false);
+        if (selected(2710 + pair))
+            check_unpermute_case(2710 + pair, d, q, 3, 512, 67, 1536, ul, 2, false);
+        if (selected(2720 + pair))
+            check_unpermute_case(2720 + pair, d, q, 2, 512, 35, 700, ul, 1, false);
+    }
+}
+
+static void test_unpermute_strided_columns_fall_back_and_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        unpermute_layout rows_strided = {{.grad_cstride = 2, .grad_offset = 1}, true, 2};
+        unpermute_layout out_strided = {{.out_cstride = 3, .out_offset = 2}, false, 0};
+        if (selected(2800 + pair))
+            check_unpermute_case(2800 + pair, d, q, 9, 4, 45, 36, rows_strided, 2, false);
+        if (selected(2810 + pair))
+            check_unpermute_case(2810 + pair, d, q, 9, 4, 45, 30, out_strided, 2, false);
+    }
+}
+
+/* Column blocks (fewer tokens than four per thread), streamed output
+ * (aligned and not), and enough work for two threads. */
+static void test_unpermute_column_blocks_and_streamed_output_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    unpermute_layout shifted = {{.out_offset = 1}, false, 0};
+    unpermute_layout sixteen_bytes = {{.out_offset = 8}, true, 1};
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        if (selected(2900 + pair))
+            check_unpermute_case(2900 + pair, d, q, 1, 3, 5000, 3, ul, 2, false);
+        if (selected(2910 + pair))
+            check_unpermute_case(2910 + pair, d, q, 5, 2, 4133, 9, ul, 2, false);
+    }
+    if (selected(2920))
+        check_unpermute_case(2920, MOEPERM_FLOAT, MOEPERM_BF16, 1024, 2, 4096, 2048, ul, 2,
+                             false);
+    if (selected(2921))
+        check_unpermute_case(2921, MOEPERM_BF16, MOEPERM_FLOAT, 1024, 2, 4097, 2000, shifted, 2,
+                             false);
+    if (selected(2922))
+        check_unpermute_case(2922, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 1024, 2, 4096, 2048,
+                             sixteen_bytes, 2, false);
+    if (selected(2923))
+        check_unpermute_case(2923, MOEPERM_BF16, MOEPERM_BF16, 2, 8, (1 << 20) + 3, 15, ul, 2,
+                             false);
+}
+
 #endif
 
-/* MOEPERM_FORCE_PORTABLE=1 (meson runs this program once with it) makes
- * the default path the portable one. */
+/* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
+ * (tests/meson.build runs this test alone once more with it set). */
 static void test_force_portable_env_picks_the_portable_path(void **state)
 {
     (void)state;
@@ -374,8 +659,18 @@ static void test_force_portable_env_picks_the_portable_path(void **state)
         assert_int_equal(best, MOEPERM_PATH_PORTABLE);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* `test_fast_paths path-choice` runs the path choice alone. */
+    const struct CMUnitTest path_choice[] = {
+        cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+    };
+    if (argc > 1) {
+        if (argc == 2 && strcmp(argv[1], "path-choice") == 0)
+            return cmocka_run_group_tests(path_choice, NULL, NULL);
+        fprintf(stderr, "usage: test_fast_paths [path-choice]\n");
+        return 2;
+    }
     const struct CMUnitTest tests[] = {
 #ifdef MOEPERM_HAVE_X86_PATH
         cmocka_unit_test(test_every_bf16_and_fp16_widening_matches_fp_h),
@@ -384,6 +679,12 @@ int main(void)
         cmocka_unit_test(test_top_k_1_and_512_fast_path_matches_portable_bits),
         cmocka_unit_test(test_strided_columns_fall_back_and_match_portable_bits),
         cmocka_unit_test(test_column_blocks_and_streamed_output_match_portable_bits),
+        cmocka_unit_test(test_unpermute_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_nan_products_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_strided_columns_fall_back_and_match_portable_bits),
+        cmocka_unit_test(
+            test_unpermute_column_blocks_and_streamed_output_match_portable_bits),
 #endif
         cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
     };

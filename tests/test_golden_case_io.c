@@ -1,10 +1,12 @@
 /*
- * Golden case files: a written case reads back identical (manifest fields
- * and tensor bytes), an existing case is replaced only when forced and only
+ * Golden case files: a written case of every operator reads back identical
+ * (manifest fields, attributes and tensor bytes), a read loads only the
+ * roles asked for, an existing case is replaced only when forced and only
  * when it is a case, an old case that cannot be removed is kept and
  * reported, a failed write leaves the earlier case and no temporary behind,
  * atomic file writes never leave a partial file, integers at and beyond 64
- * bits read as documented, and case discovery is sorted,
+ * bits read as documented (format 2, and format 1 on a kept case of that
+ * format), and case discovery is sorted,
  * follows symbolic links without looping, and skips the dot-directories an
  * interrupted write may leave.
  */
@@ -23,9 +25,10 @@
 
 #include <cmocka.h>
 
-#include "golden/case.h"
+#include <moeperm/golden.h>
+
 #include "golden/fileio.h"
-#include "golden/generate.h"
+#include "golden_util.h"
 
 static char root[] = "/tmp/moeperm-test-case-io-XXXXXX";
 
@@ -41,38 +44,17 @@ static int teardown(void **state)
     return golden_remove_tree(root);
 }
 
+/* A small MoeTokenPermuteGrad case (rows -1: none dropped) whose name,
+ * description and command need escaping in the manifest. */
 static golden_case make_case(uint64_t seed, int64_t rows)
 {
-    golden_spec s;
-    char err[512];
-    golden_case c;
-    memset(&s, 0, sizeof s);
+    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT16, 7, 3, 5);
     snprintf(s.name, sizeof s.name, "io \"quoted\"\tname");
     snprintf(s.description, sizeof s.description, "a description with \\ and \"quotes\"");
-    s.dtype = MOEPERM_FLOAT16;
-    s.tokens_num = 7;
-    s.top_k = 3;
-    s.hidden_size = 5;
     s.num_rows = rows;
-    s.hot_percent = 50;
     s.seed = seed;
     s.values = GOLDEN_VALUES_ROUNDING;
-    s.routing = GOLDEN_ROUTING_ROUTED;
-    if (golden_generate(&s, "moeperm golden --out .. \"x\"", &c, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    return c;
-}
-
-static size_t entries(const char *dir)
-{
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
-    FILE *p = popen(cmd, "r");
-    size_t n = 0;
-    if (!p || fscanf(p, "%zu", &n) != 1)
-        fail_msg("cannot list %s", dir);
-    pclose(p);
-    return n;
+    return generated_case(&s, "moeperm golden --out .. \"x\"");
 }
 
 static void test_written_case_reads_back_identical(void **state)
@@ -82,22 +64,120 @@ static void test_written_case_reads_back_identical(void **state)
     golden_case c = make_case(5, 17), back;
     snprintf(path, sizeof path, "%s/a/b/case", root);
     assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    if (golden_case_read(path, true, &back, err, sizeof err) != 0)
+    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("%s", err);
-    assert_string_equal(back.name, c.name);
-    assert_string_equal(back.description, c.description);
-    assert_string_equal(back.command, c.command);
-    assert_string_equal(back.generator, c.generator);
-    assert_int_equal(back.dtype, c.dtype);
-    assert_int_equal(back.tokens_num, 7);
-    assert_int_equal(back.top_k, 3);
-    assert_int_equal(back.hidden_size, 5);
-    assert_int_equal(back.num_rows, 17);
+    assert_same_case(&c, &back);
+    /* The values the spec asked for, not only those the writer gave. */
+    assert_int_equal(back.format_version, 2);
+    assert_int_equal(back.op, MOEPERM_OP_PERMUTE_GRAD);
+    assert_string_equal(back.name, "io \"quoted\"\tname");
+    assert_int_equal(back.attrs.top_k, 3);
+    assert_false(back.attrs.padded_mode);
     assert_int_equal(back.seed, 5);
-    assert_false(back.padded_mode);
-    assert_memory_equal(back.permuted_output_grad, c.permuted_output_grad, golden_grad_bytes(&c));
-    assert_memory_equal(back.sorted_indices, c.sorted_indices, golden_indices_bytes(&c));
-    assert_memory_equal(back.input_grad, c.input_grad, golden_output_bytes(&c));
+    const golden_tensor *grad = golden_case_tensor_const(&back, "permuted_output_grad");
+    const golden_tensor *out = golden_case_tensor_const(&back, "input_grad");
+    assert_non_null(grad);
+    assert_non_null(out);
+    assert_int_equal(grad->dtype, MOEPERM_FLOAT16);
+    assert_int_equal(grad->shape[0], 17);
+    assert_int_equal(grad->shape[1], 5);
+    assert_int_equal(out->shape[0], 7);
+    assert_int_equal(out->shape[1], 5);
+    assert_int_equal(golden_case_tensor_const(&back, "sorted_indices")->shape[0], 21);
+    golden_case_free(&back);
+    golden_case_free(&c);
+}
+
+/* Each operator's tensors (MoeTokenUnpermuteGrad's optional probs, its
+ * probs_grad and their float64 exact values among them), attributes
+ * (MoeTokenPermute's num_out_tokens, the chip of MoeTokenUnpermuteGrad)
+ * and dtypes (int64 expert ids) survive a write and a read. */
+static void test_every_operator_reads_back_identical(void **state)
+{
+    (void)state;
+    static const moeperm_op ops[] = {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_OP_PERMUTE,
+                                     MOEPERM_OP_UNPERMUTE, MOEPERM_OP_UNPERMUTE_GRAD};
+    char err[1024], path[512];
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        golden_spec s = golden_spec_default(ops[i], MOEPERM_BF16, 6, 2, 9);
+        snprintf(s.name, sizeof s.name, "op%zu", i);
+        s.seed = 11 + i;
+        if (ops[i] == MOEPERM_OP_PERMUTE) {
+            s.index_dtype = MOEPERM_INT64;
+            s.num_out_tokens = 7;
+        }
+        if (ops[i] == MOEPERM_OP_UNPERMUTE_GRAD) {
+            s.probs_dtype = MOEPERM_FLOAT;
+            s.ub_bytes = 65536;
+            s.vector_cores = 3;
+        }
+        golden_case c = generated_case(&s, NULL), back;
+        snprintf(path, sizeof path, "%s/ops/%s", root, s.name);
+        assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+        if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+            fail_msg("%s: %s", moeperm_op_name(ops[i]), err);
+        assert_same_case(&c, &back);
+        assert_int_equal(back.op, ops[i]);
+        size_t slots;
+        golden_op_slots(ops[i], &slots);
+        assert_int_equal(back.tensor_count, slots); /* the optional ones too */
+        if (ops[i] == MOEPERM_OP_PERMUTE) {
+            assert_int_equal(back.attrs.num_out_tokens, 7);
+            assert_int_equal(golden_case_tensor_const(&back, "indices")->dtype, MOEPERM_INT64);
+        }
+        if (ops[i] == MOEPERM_OP_UNPERMUTE_GRAD) {
+            assert_int_equal(back.attrs.ub_bytes, 65536);
+            assert_int_equal(back.attrs.vector_cores, 3);
+            assert_int_equal(golden_case_tensor_const(&back, "probs")->dtype, MOEPERM_FLOAT);
+            assert_int_equal(golden_case_tensor_const(&back, "probs_grad_exact")->dtype,
+                             MOEPERM_FLOAT64);
+        }
+        golden_case_free(&back);
+        golden_case_free(&c);
+    }
+}
+
+/* A read loads what it is asked for and nothing more, yet checks every
+ * file's hash unless only the manifest is wanted. */
+static void test_read_loads_only_the_roles_asked_for(void **state)
+{
+    (void)state;
+    char err[1024], path[512], file[600];
+    golden_case c = make_case(12, -1), back;
+    snprintf(path, sizeof path, "%s/load", root);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    static const unsigned loads[] = {GOLDEN_LOAD_NONE, GOLDEN_LOAD_INPUTS, GOLDEN_LOAD_OUTPUTS,
+                                     GOLDEN_LOAD_ALL};
+    for (size_t l = 0; l < 4; l++) {
+        if (golden_case_read(path, loads[l], &back, err, sizeof err) != 0)
+            fail_msg("load %u: %s", loads[l], err);
+        for (size_t i = 0; i < back.tensor_count; i++) {
+            const golden_tensor *t = &back.tensors[i];
+            bool want = t->role == GOLDEN_ROLE_INPUT ? (loads[l] & GOLDEN_LOAD_INPUTS) != 0
+                                                     : (loads[l] & GOLDEN_LOAD_OUTPUTS) != 0;
+            if ((t->data != NULL) != want)
+                fail_msg("load %u: %s is %sloaded", loads[l], t->name, t->data ? "" : "not ");
+            assert_non_null(t->path);
+            if (want)
+                assert_memory_equal(t->data, tensor_data(&c, t->name), t->bytes);
+        }
+        golden_case_free(&back);
+    }
+    /* A golden output that lies is refused even when only inputs are kept;
+     * the manifest alone does not look at the files. */
+    snprintf(file, sizeof file, "%s/input_grad.bin", path);
+    uint8_t *bytes = tensor_data(&c, "input_grad");
+    bytes[0] ^= 1;
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, golden_case_tensor(&c, "input_grad")->bytes, f),
+                     golden_case_tensor(&c, "input_grad")->bytes);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_INPUTS, &back, err, sizeof err), -1);
+    if (!strstr(err, "tensors.input_grad.sha256 is "))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(back.tensor_count, 0);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_NONE, &back, err, sizeof err), 0);
     golden_case_free(&back);
     golden_case_free(&c);
 }
@@ -112,18 +192,17 @@ static void test_existing_case_is_replaced_only_when_forced(void **state)
     assert_int_equal(golden_case_write(path, &first, false, err, sizeof err), 0);
     assert_int_equal(golden_case_write(path, &second, false, err, sizeof err), -1);
     assert_non_null(strstr(err, "already exists"));
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), 0);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
     assert_int_equal(back.seed, 1);
     golden_case_free(&back);
 
     assert_int_equal(golden_case_write(path, &second, true, err, sizeof err), 0);
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), 0);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
     assert_int_equal(back.seed, 2);
-    assert_memory_equal(back.permuted_output_grad, second.permuted_output_grad,
-                        golden_grad_bytes(&second));
+    assert_same_case(&second, &back);
     golden_case_free(&back);
     /* Nothing but the case is left in the parent: no .tmp or .old. */
-    assert_int_equal(entries(parent), 1);
+    assert_int_equal(dir_entries(parent), 1);
     golden_case_free(&first);
     golden_case_free(&second);
 }
@@ -174,14 +253,14 @@ static void test_fifo_in_place_of_a_file_is_refused_without_hanging(void **state
     snprintf(file, sizeof file, "%s/sorted_indices.bin", path);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(mkfifo(file, 0600), 0);
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "sorted_indices.bin is not a regular file"))
         fail_msg("unexpected message: %s", err);
 
     snprintf(file, sizeof file, "%s/case.json", path);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(mkfifo(file, 0600), 0);
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "case.json is not a regular file"))
         fail_msg("unexpected message: %s", err);
 
@@ -217,21 +296,6 @@ static void test_find_cases_is_sorted_and_skips_dot_directories(void **state)
     snprintf(dir, sizeof dir, "%s/nothing-here", root);
     assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), -1);
     golden_case_free(&c);
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-        fail_msg("cannot write %s", path);
-}
-
-static char *read_text(const char *path)
-{
-    char *text, err[512];
-    if (golden_read_text(path, 1 << 20, &text, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    return text;
 }
 
 /* The name of the first entry of dir that starts with prefix, or "". */
@@ -275,8 +339,8 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     snprintf(file, sizeof file, "%s/deep", path);
     assert_int_equal(stat(file, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    assert_int_equal(entries(path), 2);
-    assert_int_equal(entries(parent), 1); /* no temporary left beside it */
+    assert_int_equal(dir_entries(path), 2);
+    assert_int_equal(dir_entries(parent), 1); /* no temporary left beside it */
 
     /* A case plus one extra file is not a case either. */
     snprintf(path, sizeof path, "%s/extra", parent);
@@ -286,7 +350,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "\"zz-notes.txt\""))
         fail_msg("unexpected message: %s", err);
-    assert_int_equal(entries(path), 5);
+    assert_int_equal(dir_entries(path), 5);
 
     /* A case file's name on a directory: removing it would take its
      * contents along. */
@@ -309,7 +373,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "no case.json"))
         fail_msg("unexpected message: %s", err);
-    assert_int_equal(entries(path), 3);
+    assert_int_equal(dir_entries(path), 3);
 
     /* A link is not a case directory, even one to a case. */
     char link_path[600];
@@ -326,7 +390,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     snprintf(path, sizeof path, "%s/empty", parent);
     assert_int_equal(mkdir(path, 0777), 0);
     assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), 0);
-    assert_int_equal(entries(path), 4);
+    assert_int_equal(dir_entries(path), 4);
     golden_case_free(&c);
 }
 
@@ -368,14 +432,14 @@ static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **sta
             if (golden_case_write(path, &first, false, err, sizeof err) == 0 &&
                 chmod(path, 0555) == 0) {
                 res.rc = golden_case_write(path, &second, true, res.err, sizeof res.err);
-                if (golden_case_read(path, true, &back, err, sizeof err) == 0) {
+                if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
                     res.new_seed_ok = back.seed == 2;
                     golden_case_free(&back);
                 }
                 find_entry(dir, ".c.old.", name, sizeof name);
                 snprintf(parked, sizeof parked, "%s/%s", dir, name);
                 if (name[0] && strstr(res.err, parked) &&
-                    golden_case_read(parked, true, &back, err, sizeof err) == 0) {
+                    golden_case_read(parked, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
                     res.old_seed_ok = back.seed == 1;
                     golden_case_free(&back);
                 }
@@ -424,9 +488,9 @@ static void test_case_removal_leaves_a_directory_with_other_files_whole(void **s
     assert_int_equal(golden_remove_case_dir(path), -1);
     assert_int_equal(errno, ENOTEMPTY);
     golden_case back;
-    if (golden_case_read(path, true, &back, err, sizeof err) != 0)
+    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the case was touched: %s", err);
-    assert_memory_equal(back.input_grad, c.input_grad, golden_output_bytes(&c));
+    assert_same_case(&c, &back);
     golden_case_free(&back);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(golden_remove_case_dir(path), 0);
@@ -441,7 +505,7 @@ static void test_empty_case_directory_is_refused_and_slashes_are_not_doubled(voi
     char err[1024], path[512], file[600];
     golden_case c = make_case(7, -1), back;
     strcpy(err, "");
-    assert_int_equal(golden_case_read("", true, &back, err, sizeof err), -1);
+    assert_int_equal(golden_case_read("", GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "empty string"))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(golden_case_write("", &c, true, err, sizeof err), -1);
@@ -450,43 +514,43 @@ static void test_empty_case_directory_is_refused_and_slashes_are_not_doubled(voi
 
     snprintf(path, sizeof path, "%s/slash/c1/", root);
     assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), 0);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
     golden_case_free(&back);
     snprintf(file, sizeof file, "%ssorted_indices.bin", path);
     assert_int_equal(unlink(file), 0);
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "c1/case.json: ") || !strstr(err, "c1/sorted_indices.bin") ||
         strstr(err, "//"))
         fail_msg("unexpected message: %s", err);
     /* The slash named the case, not a directory inside it. */
     snprintf(file, sizeof file, "%s/slash", root);
-    assert_int_equal(entries(file), 1);
+    assert_int_equal(dir_entries(file), 1);
     golden_case_free(&c);
 }
 
-/* Replaces the first `from` in path's text by `to`. */
-static void edit_manifest(const char *path, const char *from, const char *to)
+/* Reads the case at path, which must be refused with a message holding
+ * want (and, when not NULL, not holding unwanted). */
+static void expect_refused(const char *path, const char *want, const char *unwanted)
 {
-    char *text = read_text(path);
-    char *at = strstr(text, from);
-    if (!at)
-        fail_msg("%s holds no %s", path, from);
-    char *edited = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
-    assert_non_null(edited);
-    sprintf(edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    write_text(path, edited);
-    free(edited);
-    free(text);
+    golden_case back;
+    char err[1024];
+    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
+        golden_case_free(&back);
+        fail_msg("%s was read; expected a refusal with \"%s\"", path, want);
+    }
+    if (!strstr(err, want) || (unwanted && strstr(err, unwanted)))
+        fail_msg("unexpected message: %s (expected \"%s\")", err, want);
+    assert_int_equal(back.tensor_count, 0);
 }
 
 /* json-c reads any integer beyond 64 bits as UINT64_MAX (or INT64_MIN) and
  * keeps no trace of it (docs/golden-format.md): the largest seed is a
- * valid seed, and a dimension that large is refused with a message that
- * says the file may hold more. */
+ * valid seed, and an extent, an attribute or (format 1) a dimension that
+ * large is refused with a message that says the file may hold more. */
 static void test_integers_at_and_beyond_64_bits(void **state)
 {
     (void)state;
-    char err[1024], path[512], manifest[600];
+    char err[1024], path[512], manifest[600], field[96];
     golden_case c = make_case(5, -1), back;
     snprintf(path, sizeof path, "%s/big", root);
     snprintf(manifest, sizeof manifest, "%s/case.json", path);
@@ -494,8 +558,8 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     golden_case_free(&c);
     char *orig = read_text(manifest);
 
-    edit_manifest(manifest, "\"seed\": 5,", "\"seed\": 18446744073709551615,");
-    if (golden_case_read(path, true, &back, err, sizeof err) != 0)
+    edit_text(manifest, "\"seed\": 5,", "\"seed\": 18446744073709551615,");
+    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the largest seed was refused: %s", err);
     assert_true(back.seed == UINT64_MAX);
     golden_case_free(&back);
@@ -503,21 +567,65 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     static const char *const too_big[] = {"18446744073709551615",
                                           "100000000000000000000000000000"};
     for (size_t i = 0; i < 2; i++) {
-        char field[64];
         write_text(manifest, orig);
-        snprintf(field, sizeof field, "\"tokens_num\": %s,", too_big[i]);
-        edit_manifest(manifest, "\"tokens_num\": 7,", field);
-        assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
-        if (!strstr(err, "tokens_num is 18446744073709551615 or more (json-c reads larger "
-                         "integers as that), larger than the 1099511627776"))
-            fail_msg("tokens_num %s: unexpected message: %s", too_big[i], err);
+        snprintf(field, sizeof field, "\"shape\": [%s, 5]", too_big[i]);
+        edit_text(manifest, "\"shape\": [7, 5]", field);
+        expect_refused(path,
+                       "tensors.input_grad.shape[0] is 18446744073709551615 or more (json-c "
+                       "reads larger integers as that), larger than the 1099511627776",
+                       NULL);
+        write_text(manifest, orig);
+        snprintf(field, sizeof field, "\"top_k\": %s,", too_big[i]);
+        edit_text(manifest, "\"top_k\": 3,", field);
+        expect_refused(path,
+                       "attrs.top_k is 18446744073709551615 or more (json-c reads larger "
+                       "integers as that), larger than the 1099511627776",
+                       NULL);
     }
     write_text(manifest, orig);
-    edit_manifest(manifest, "\"tokens_num\": 7,", "\"tokens_num\": 1099511627777,");
-    assert_int_equal(golden_case_read(path, true, &back, err, sizeof err), -1);
-    if (!strstr(err, "tokens_num is 1099511627777, larger than the 1099511627776") ||
-        strstr(err, "or more"))
-        fail_msg("unexpected message: %s", err);
+    edit_text(manifest, "\"shape\": [7, 5]", "\"shape\": [1099511627777, 5]");
+    expect_refused(path, "tensors.input_grad.shape[0] is 1099511627777, larger than the "
+                         "1099511627776", "or more");
+    free(orig);
+
+    /* The signed attribute, on its negative side: json-c's INT64_MIN. */
+    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE, MOEPERM_BF16, 4, 2, 3);
+    snprintf(s.name, sizeof s.name, "permute");
+    c = generated_case(&s, NULL);
+    snprintf(path, sizeof path, "%s/big-permute", root);
+    snprintf(manifest, sizeof manifest, "%s/case.json", path);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+    edit_text(manifest, "\"num_out_tokens\": 0,",
+              "\"num_out_tokens\": -100000000000000000000000000000,");
+    expect_refused(path, "attrs.num_out_tokens is -9223372036854775808, below the "
+                         "-1099511627776 this format allows", NULL);
+
+    /* Format 1 names its sizes at the top level. */
+    char cmd[2048];
+    snprintf(path, sizeof path, "%s/big-v1", root);
+    snprintf(manifest, sizeof manifest, "%s/case.json", path);
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && chmod -R u+w '%s'", GOLDEN_V1_CASE, path,
+             path);
+    assert_int_equal(system(cmd), 0);
+    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+        fail_msg("the format-1 case was refused: %s", err);
+    assert_int_equal(back.format_version, 1);
+    golden_case_free(&back);
+    orig = read_text(manifest);
+    for (size_t i = 0; i < 2; i++) {
+        write_text(manifest, orig);
+        snprintf(field, sizeof field, "\"tokens_num\": %s,", too_big[i]);
+        edit_text(manifest, "\"tokens_num\": 5,", field);
+        expect_refused(path,
+                       "tokens_num is 18446744073709551615 or more (json-c reads larger "
+                       "integers as that), larger than the 1099511627776",
+                       NULL);
+    }
+    write_text(manifest, orig);
+    edit_text(manifest, "\"tokens_num\": 5,", "\"tokens_num\": 1099511627777,");
+    expect_refused(path, "tokens_num is 1099511627777, larger than the 1099511627776",
+                   "or more");
     free(orig);
 }
 
@@ -570,6 +678,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_written_case_reads_back_identical),
+        cmocka_unit_test(test_every_operator_reads_back_identical),
+        cmocka_unit_test(test_read_loads_only_the_roles_asked_for),
         cmocka_unit_test(test_existing_case_is_replaced_only_when_forced),
         cmocka_unit_test(test_failed_write_leaves_earlier_outputs),
         cmocka_unit_test(test_fifo_in_place_of_a_file_is_refused_without_hanging),

@@ -18,37 +18,24 @@
 
 #include <cmocka.h>
 
-#include "golden/compare.h"
-#include "golden/generate.h"
+#include <moeperm/golden.h>
+
+#include "golden_util.h"
 
 #define TOKENS 64
 #define HIDDEN 40
 
 static golden_case make_case(moeperm_dtype dtype)
 {
-    golden_spec s;
-    char err[512];
-    golden_case c;
-    memset(&s, 0, sizeof s);
+    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, dtype, TOKENS, 4, HIDDEN);
     snprintf(s.name, sizeof s.name, "compare");
-    s.dtype = dtype;
-    s.tokens_num = TOKENS;
-    s.top_k = 4;
-    s.hidden_size = HIDDEN;
-    s.num_rows = -1;
-    s.hot_percent = 50;
     s.seed = 99;
-    s.values = GOLDEN_VALUES_NORMAL;
-    s.routing = GOLDEN_ROUTING_ROUTED;
-    int rc = golden_generate(&s, NULL, &c, err, sizeof err);
-    if (rc != 0)
-        fail_msg("%s", err);
-    return c;
+    return generated_case(&s, NULL);
 }
 
 static void flip(moeperm_dtype dtype, void *data, int64_t t, int64_t h, unsigned bit)
 {
-    size_t es = golden_dtype_size(dtype);
+    size_t es = moeperm_dtype_size(dtype);
     uint8_t *p = (uint8_t *)data + ((size_t)t * HIDDEN + (size_t)h) * es;
     p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 }
@@ -60,17 +47,18 @@ static void test_one_flipped_bit_is_located_by_token_and_column(void **state)
     uint64_t rng = 12345;
     for (int d = 0; d < 3; d++) {
         golden_case c = make_case(dtypes[d]);
-        size_t bytes = golden_output_bytes(&c);
+        const golden_tensor *out = golden_case_tensor_const(&c, "input_grad");
+        size_t bytes = out->bytes;
         void *actual = malloc(bytes);
         assert_non_null(actual);
         for (int trial = 0; trial < 50; trial++) {
             rng = rng * 6364136223846793005u + 1442695040888963407u;
             int64_t t = (int64_t)((rng >> 33) % TOKENS), h = (int64_t)((rng >> 20) % HIDDEN);
             /* Mantissa bit 0: never turns a number into a NaN. */
-            memcpy(actual, c.input_grad, bytes);
-            flip(c.dtype, actual, t, h, 0);
+            memcpy(actual, out->data, bytes);
+            flip(out->dtype, actual, t, h, 0);
             golden_compare_result r;
-            assert_int_equal(golden_compare(c.dtype, TOKENS, HIDDEN, c.input_grad, actual,
+            assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual,
                                             false, &r), 0);
             assert_int_equal(r.differing, 1);
             assert_int_equal(r.max_ulp, 1);
@@ -92,45 +80,46 @@ static void test_ranges_are_summarised(void **state)
 {
     (void)state;
     golden_case c = make_case(MOEPERM_BF16);
-    size_t bytes = golden_output_bytes(&c);
+    const golden_tensor *out = golden_case_tensor_const(&c, "input_grad");
+    size_t bytes = out->bytes;
     void *actual = malloc(bytes);
     golden_compare_result r;
     assert_non_null(actual);
 
     /* A chunk edge gone wrong: the same columns of every token. */
-    memcpy(actual, c.input_grad, bytes);
+    memcpy(actual, out->data, bytes);
     for (int64_t t = 0; t < TOKENS; t++)
         for (int64_t h = 13; h <= 20; h++)
-            flip(c.dtype, actual, t, h, 1);
-    assert_int_equal(golden_compare(c.dtype, TOKENS, HIDDEN, c.input_grad, actual, false, &r), 0);
+            flip(out->dtype, actual, t, h, 1);
+    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_int_equal(r.differing, TOKENS * 8);
     assert_string_equal(r.where, "columns 13-20 of every token");
     golden_compare_free(&r);
 
     /* One core's tokens gone wrong: a token range, every column. */
-    memcpy(actual, c.input_grad, bytes);
+    memcpy(actual, out->data, bytes);
     for (int64_t t = 40; t < TOKENS; t++)
         for (int64_t h = 0; h < HIDDEN; h++)
-            flip(c.dtype, actual, t, h, 2);
-    assert_int_equal(golden_compare(c.dtype, TOKENS, HIDDEN, c.input_grad, actual, false, &r), 0);
+            flip(out->dtype, actual, t, h, 2);
+    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_string_equal(r.where, "tokens 40-63: all columns");
     assert_int_equal(r.first[0].token, 40);
     assert_int_equal(r.first[0].column, 0);
     golden_compare_free(&r);
 
     /* A tail and a separate token. */
-    memcpy(actual, c.input_grad, bytes);
+    memcpy(actual, out->data, bytes);
     for (int64_t t = 2; t <= 5; t++) {
-        flip(c.dtype, actual, t, 38, 0);
-        flip(c.dtype, actual, t, 39, 0);
+        flip(out->dtype, actual, t, 38, 0);
+        flip(out->dtype, actual, t, 39, 0);
     }
-    flip(c.dtype, actual, 9, 0, 0);
-    assert_int_equal(golden_compare(c.dtype, TOKENS, HIDDEN, c.input_grad, actual, false, &r), 0);
+    flip(out->dtype, actual, 9, 0, 0);
+    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_string_equal(r.where, "tokens 2-5: columns 38-39; token 9: column 0");
     golden_compare_free(&r);
 
     /* Equal outputs: nothing differs, no summary. */
-    assert_int_equal(golden_compare(c.dtype, TOKENS, HIDDEN, c.input_grad, c.input_grad, true,
+    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, out->data, true,
                                     &r), 0);
     assert_int_equal(r.differing, 0);
     assert_null(r.where);

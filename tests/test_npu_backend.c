@@ -1,13 +1,13 @@
 /*
  * test_npu_backend.c - the npu backend (src/npu) driven directly against
- * the fake Ascend runtime in tests/fake_acl, with golden cases built in
- * memory, so it needs neither a device nor the golden reader nor the CLI.
+ * the fake Ascend runtime in tests/fake_acl, with problems built in
+ * memory, so it needs neither a device nor the golden library nor the CLI.
  *
  * The test holds the fake library open itself, so the library stays loaded
  * across the backend's open/close cycles and its counters can be read
  * (through dlsym) before and after each scenario: every scenario must give
  * back exactly what it took.  Expected outputs are worked out by hand from
- * spec §2 and written down as bits.
+ * the operator's definition (docs/operators.md) and written down as bits.
  *
  * Paths come from the environment meson sets: FAKE_ACL_FULL, FAKE_ACL_RT,
  * FAKE_ACL_OP, FAKE_ACL_NOSYNC, FAKE_ASCEND_HOME.
@@ -127,18 +127,25 @@ static const float hand_grad[5][3] = {{1.0f, -0.0f, 0x1p-8f},
                                       {0.25f, -0.0f, 0x1p-8f},
                                       {3.0f, -0.0f, 1.0f}};
 
-static golden_case hand_case(moeperm_dtype dtype, void *grad)
+/* The problem of the case above for dtype: its inputs grad (15 elements
+ * of dtype) and hand_indices, its output out (6 elements), as a backend
+ * gets them. */
+static backend_problem hand_problem(moeperm_dtype dtype, const void *grad, void *out)
 {
-    golden_case c = {0};
-    c.name = "hand";
-    c.dtype = dtype;
-    c.tokens_num = 2;
-    c.top_k = 3;
-    c.hidden_size = 3;
-    c.num_rows = 5;
-    c.permuted_output_grad = grad;
-    c.sorted_indices = (int32_t *)hand_indices;
-    return c;
+    size_t e = moeperm_dtype_size(dtype);
+    backend_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = MOEPERM_OP_PERMUTE_GRAD;
+    p.top_k = 3;
+    p.padded_mode = false;
+    p.inputs[0] = (backend_tensor){"permuted_output_grad", dtype, 2, {5, 3}, (void *)grad,
+                                   15 * e, true};
+    p.inputs[1] = (backend_tensor){"sorted_indices", MOEPERM_INT32, 1, {6},
+                                   (void *)hand_indices, sizeof hand_indices, true};
+    p.input_count = 2;
+    p.outputs[0] = (backend_tensor){"input_grad", dtype, 2, {2, 3}, out, 6 * e, true};
+    p.output_count = 1;
+    return p;
 }
 
 /* bf16 of the grad above: the upper halves of the floats (all exact). */
@@ -166,10 +173,10 @@ static void test_bf16_gives_hand_computed_bits(void **state)
 {
     uint16_t grad[15], out[6];
     hand_grad_bf16(grad);
-    golden_case c = hand_case(MOEPERM_BF16, grad);
+    backend_problem p = hand_problem(MOEPERM_BF16, grad, out);
     backend *b = open_npu();
     char err[512] = "";
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
     static const uint16_t want[6] = {0x4090, 0x8000, 0x3f81, 0x4010, 0x0000, 0x3f80};
     assert_memory_equal(out, want, sizeof want);
@@ -179,10 +186,10 @@ static void test_bf16_gives_hand_computed_bits(void **state)
 static void test_float32_gives_hand_computed_bits(void **state)
 {
     float out[6];
-    golden_case c = hand_case(MOEPERM_FLOAT, (void *)hand_grad);
+    backend_problem p = hand_problem(MOEPERM_FLOAT, hand_grad, out);
     backend *b = open_npu();
     char err[512] = "";
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
     static const uint32_t want[6] = {0x40900000, 0x80000000, 0x3f810000,
                                      0x40100000, 0x00000000, 0x3f808000};
@@ -193,10 +200,10 @@ static void test_zero_workspace_skips_the_workspace_allocation(void **state)
 {
     setenv("FAKE_ACL_WORKSPACE", "0", 1);
     float out[6];
-    golden_case c = hand_case(MOEPERM_FLOAT, (void *)hand_grad);
+    backend_problem p = hand_problem(MOEPERM_FLOAT, hand_grad, out);
     backend *b = open_npu();
     char err[512] = "";
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
     assert_int_equal(stats_get()->malloc_calls - before.malloc_calls, 3);
 }
@@ -211,7 +218,7 @@ static void each_call_fails_cleanly(const char *var, size_t counter, const char 
 {
     uint16_t grad[15], out[6];
     hand_grad_bf16(grad);
-    golden_case c = hand_case(MOEPERM_BF16, grad);
+    backend_problem p = hand_problem(MOEPERM_BF16, grad, out);
     char err[512];
     backend *b = open_npu();
     long per_case = -1, failures = 0;
@@ -221,7 +228,7 @@ static void each_call_fails_cleanly(const char *var, size_t counter, const char 
         snprintf(n, sizeof n, "%ld", start + i);
         setenv(var, n, 1);
         err[0] = '\0';
-        int rc = backend_npu.run_case(b, &c, out, err, sizeof err);
+        int rc = backend_npu.run(b, &p, err, sizeof err);
         if (rc == BACKEND_OK) {
             per_case = *(const long *)((const char *)stats_get() + counter) - start;
             break;
@@ -248,11 +255,13 @@ static void test_each_refused_allocation_fails_and_leaks_nothing(void **state)
     assert_int_equal(stats_get()->refused_mallocs - before.refused_mallocs, 4);
 }
 
-/* grad and indices to the device, input_grad back */
+/* grad, indices and input_grad to the device (outputs go too, so that
+ * elements an operator leaves untouched come back as the caller had
+ * them), input_grad back */
 static void test_each_failed_copy_fails_and_leaks_nothing(void **state)
 {
     each_call_fails_cleanly("FAKE_ACL_FAIL_MEMCPY", offsetof(fake_acl_stats, memcpys),
-                            "aclrtMemcpy", "507033", 3);
+                            "aclrtMemcpy", "507033", 4);
 }
 
 /* permuted_output_grad, sorted_indices, input_grad */
@@ -268,10 +277,10 @@ static void expect_failure(const char *var, const char *value, const char *call,
     setenv(var, value, 1);
     uint16_t grad[15], out[6];
     hand_grad_bf16(grad);
-    golden_case c = hand_case(MOEPERM_BF16, grad);
+    backend_problem p = hand_problem(MOEPERM_BF16, grad, out);
     char err[512] = "";
     backend *b = open_npu();
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_FAILURE);
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_FAILURE);
     backend_npu.close(b);
     assert_non_null(strstr(err, call));
     assert_non_null(strstr(err, code));
@@ -286,25 +295,25 @@ static void test_case_the_reference_refuses_never_reaches_the_device(void **stat
     (void)state;
     float out[6];
     int32_t repeated[6] = {4, 0, 2, 5, 1, 0};
-    golden_case c = hand_case(MOEPERM_FLOAT, (void *)hand_grad);
+    backend_problem p = hand_problem(MOEPERM_FLOAT, hand_grad, out);
     backend *b = open_npu();
     fake_acl_stats seen = *stats_get();
     char err[512] = "";
-    c.sorted_indices = repeated;
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_BAD_INPUT);
+    p.inputs[1].data = repeated;
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_BAD_INPUT);
     if (!strstr(err, "sorted_indices[5] = 0 repeats sorted_indices[1]"))
         fail_msg("message: %s", err);
-    c.sorted_indices = (int32_t *)hand_indices;
-    c.padded_mode = true;
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_BAD_INPUT);
+    p.inputs[1].data = (void *)hand_indices;
+    p.padded_mode = true;
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_BAD_INPUT);
     if (!strstr(err, "padded_mode = true"))
         fail_msg("message: %s", err);
     assert_int_equal(stats_get()->malloc_calls, seen.malloc_calls);
     assert_int_equal(stats_get()->memcpys, seen.memcpys);
     assert_int_equal(stats_get()->plans, seen.plans);
     /* and the backend still runs a good case afterwards */
-    c.padded_mode = false;
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    p.padded_mode = false;
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
 }
 
@@ -339,10 +348,10 @@ static void test_flipped_bit_reaches_the_output(void **state)
     setenv("FAKE_ACL_FLIP", "4:14", 1); /* token 1, column 1: +0 becomes 2 */
     uint16_t grad[15], out[6];
     hand_grad_bf16(grad);
-    golden_case c = hand_case(MOEPERM_BF16, grad);
+    backend_problem p = hand_problem(MOEPERM_BF16, grad, out);
     char err[512] = "";
     backend *b = open_npu();
-    assert_int_equal(backend_npu.run_case(b, &c, out, err, sizeof err), BACKEND_OK);
+    assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
     static const uint16_t want[6] = {0x4090, 0x8000, 0x3f81, 0x4010, 0x4000, 0x3f80};
     assert_memory_equal(out, want, sizeof want);
@@ -399,10 +408,10 @@ static void test_split_libraries_work_together(void **state)
     setenv("MOEPERM_ASCEND_LIBS", list, 1);
     uint16_t grad[15], out[6];
     hand_grad_bf16(grad);
-    golden_case c = hand_case(MOEPERM_BF16, grad);
+    backend_problem p = hand_problem(MOEPERM_BF16, grad, out);
     char err[512] = "";
     backend *b = open_npu();
-    int rc = backend_npu.run_case(b, &c, out, err, sizeof err);
+    int rc = backend_npu.run(b, &p, err, sizeof err);
     backend_npu.close(b);
     if (rc != BACKEND_OK)
         fail_msg("split run failed: %s", err);

@@ -59,6 +59,18 @@ static const vendor_vector vendor[] = {
      {10, 3, 8192, 30, 10, 54, 1, 0, 3, 0, 7168, 2, 1024, 1, 3, 16, 261888}},
 };
 
+/* The vendor's kernel unit test feeds the kernel tilings for Atlas A2
+ * (moe/moe_token_unpermute_grad/tests/ut/op_kernel/moe_token_unpermute_grad_data/
+ * gen_tiling.py, 48 cores, 196352 bytes); its bf16 cases with probs.  (Its
+ * third case, top_k 1 with a 64-column align, is not one the host code
+ * produces for either kernel, and is left out.) */
+static const vendor_vector kernel_ut[] = {
+    {"gen_tiling case0", MOEPERM_BF16, MOEPERM_BF16,
+     {10, 3, 64, 30, 10, 38, 1, 0, 3, 0, 256, 1, 64, 3, 3, 16, 196352}},
+    {"gen_tiling case2", MOEPERM_BF16, MOEPERM_BF16,
+     {10, 3, 8192, 30, 10, 38, 1, 0, 3, 0, 7936, 2, 256, 1, 3, 16, 196352}},
+};
+
 static void as_array(const moeperm_unpermute_grad_tiling *t, int64_t out[17])
 {
     int64_t v[17] = {t->tokens_num,          t->top_k,
@@ -86,6 +98,25 @@ static void test_every_vendor_tiling_vector_matches(void **state)
             has_probs ? (moeperm_dtype)v->probs_dtype : MOEPERM_FLOAT, &platform, &t);
         if (status != MOEPERM_SUCCESS)
             fail_msg("%s: %s", v->name, moeperm_last_error());
+        int64_t got[17];
+        as_array(&t, got);
+        for (int f = 0; f < 17; f++)
+            if (got[f] != v->expect[f])
+                fail_msg("%s: field %d is %lld, the vendor expects %lld", v->name, f,
+                         (long long)got[f], (long long)v->expect[f]);
+    }
+}
+
+static void test_kernel_unit_test_tilings_are_the_a2_defaults(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof kernel_ut / sizeof kernel_ut[0]; i++) {
+        const vendor_vector *v = &kernel_ut[i];
+        moeperm_unpermute_grad_tiling t;
+        assert_int_equal(moeperm_token_unpermute_grad_tiling(
+                             v->expect[0], v->expect[1], v->expect[2], v->expect[3],
+                             v->tokens_dtype, true, (moeperm_dtype)v->probs_dtype, NULL, &t),
+                         MOEPERM_SUCCESS);
         int64_t got[17];
         as_array(&t, got);
         for (int f = 0; f < 17; f++)
@@ -235,6 +266,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_vendor_tiling_vector_matches),
+        cmocka_unit_test(test_kernel_unit_test_tilings_are_the_a2_defaults),
         cmocka_unit_test(test_a2_fp32_h5000_is_one_chunk_at_k2_and_two_at_k512),
         cmocka_unit_test(test_a2_chunks_never_exceed_7936_or_5376_columns),
         cmocka_unit_test(test_tiling_matches_the_independent_transcription),

@@ -433,6 +433,62 @@ static void test_every_path_and_thread_count_gives_the_same_bits(void **state)
         }
 }
 
+/* Outputs of 8 MiB and more are written with non-temporal stores on the
+ * x86 paths, in blocks that end on the output's cache lines; an output
+ * view that starts a few elements into its buffer makes every row start
+ * and end mid-line. */
+static void test_large_unaligned_outputs_on_every_path(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 3; d++) {
+        moeperm_dtype dtype = dtypes[d], probs_dtype = dtypes[(d + 1) % 3];
+        int64_t tokens_num = dtype == MOEPERM_FLOAT ? 70 : 140, top_k = 8, hidden = 4099;
+        int64_t rows = tokens_num * top_k - 3, offset = 3;
+        size_t size = naive_size(dtype), bytes = (size_t)(rows * hidden) * size;
+        assert_true(bytes >= (size_t)8 << 20);
+        problem *q = problem_new(dtype, probs_dtype, true, tokens_num, top_k, hidden, rows, 60 + d);
+        model(q, NULL);
+        char *tokens_grad = malloc(bytes + (size_t)offset * size + 64);
+        int64_t tdims[2] = {rows, hidden}, gdims[2] = {tokens_num, hidden};
+        int64_t pdims[2] = {tokens_num, top_k}, idims[1] = {tokens_num * top_k};
+        const int paths[3] = {MOEPERM_PATH_PORTABLE, MOEPERM_PATH_X86_AVX2, MOEPERM_PATH_X86_AVX512};
+        for (int path = 0; path < 3; path++) {
+            memset(tokens_grad, 0xa5, bytes + (size_t)offset * size + 64);
+            moeperm_tensor *t = moeperm_tensor_create(tdims, 2, dtype, NULL, 0, q->tokens);
+            moeperm_tensor *g = moeperm_tensor_create(gdims, 2, dtype, NULL, 0, q->grad);
+            moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, q->indices);
+            moeperm_tensor *pr = moeperm_tensor_create(pdims, 2, probs_dtype, NULL, 0, q->probs);
+            moeperm_tensor *tg = moeperm_tensor_create(tdims, 2, dtype, NULL, offset, tokens_grad);
+            moeperm_tensor *pg = moeperm_tensor_create(pdims, 2, probs_dtype, NULL, 0, q->probs_grad);
+            uint64_t workspace;
+            moeperm_executor *plan;
+            assert_int_equal(moeperm_token_unpermute_grad_get_workspace_size(
+                                 t, g, ix, pr, false, NULL, 0, tg, pg, &workspace, &plan),
+                             MOEPERM_SUCCESS);
+            assert_true(moeperm_unpermute_grad_run(&plan->unpermute_grad, 2, paths[path]));
+            moeperm_executor_destroy(plan);
+            expect_same_bits("permuted_tokens_grad", tokens_grad + offset * size,
+                             q->want_tokens_grad, bytes, size, "large, unaligned");
+            expect_same_bits("probs_grad", q->probs_grad, q->want_probs_grad,
+                             (size_t)(tokens_num * top_k) * naive_size(probs_dtype),
+                             naive_size(probs_dtype), "large, unaligned");
+            for (int64_t b = 0; b < offset * (int64_t)size; b++)
+                assert_int_equal((unsigned char)tokens_grad[b], 0xa5);
+            for (size_t b = 0; b < 64; b++)
+                assert_int_equal((unsigned char)tokens_grad[(size_t)offset * size + bytes + b],
+                                 0xa5);
+            moeperm_tensor_destroy(t);
+            moeperm_tensor_destroy(g);
+            moeperm_tensor_destroy(ix);
+            moeperm_tensor_destroy(pr);
+            moeperm_tensor_destroy(tg);
+            moeperm_tensor_destroy(pg);
+        }
+        free(tokens_grad);
+        problem_free(q);
+    }
+}
+
 /* The relation with MoeTokenUnpermute: with g one-hot in column c,
  * probs_grad[n, k] is the permuted token's element (s, c), widened and
  * narrowed to the probs dtype (+0 for a dropped slot), whatever the order
@@ -588,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_without_probs_rows_are_copied_bit_for_bit),
         cmocka_unit_test(test_empty_shapes),
         cmocka_unit_test(test_every_path_and_thread_count_gives_the_same_bits),
+        cmocka_unit_test(test_large_unaligned_outputs_on_every_path),
         cmocka_unit_test(test_one_hot_g_reads_back_the_permuted_tokens),
         cmocka_unit_test(test_strided_views_leave_gaps_untouched),
         cmocka_unit_test(test_chip_decides_the_chunks),

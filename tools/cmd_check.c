@@ -10,20 +10,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "judge.h"
+#include "outputs.h"
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] "
-                    "[--strict-nan] [--junit FILE]\n");
+    fprintf(to,
+            "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] [--outputs OUTDIR]\n"
+            "                     [--shard I/N] [--strict-nan] [--junit FILE]\n"
+            "  judge every case below each DIR: run it on a backend, or read the outputs\n"
+            "  a harness wrote, and compare with the golden outputs bit for bit; one\n"
+            "  line per case, the mismatch reports, a summary per suite\n"
+            "  --backend B       cpu (default) or npu\n"
+            "  --device N        the npu device (default: MOEPERM_NPU_DEVICE, else 0)\n"
+            "  --outputs OUTDIR  judge files instead of running a backend: the outputs of\n"
+            "                    DIR/CASE are OUTDIR/CASE/<output>.bin or .npy; a missing\n"
+            "                    file fails the case (MISSING)\n"
+            "  --shard I/N       judge only shard I of N (1 <= I <= N): the cases whose\n"
+            "                    path below DIR hashes (FNV-1a 64) to I-1 modulo N\n"
+            "  --max-ulp N       accept elements within N ulp (default 0: bit-exact);\n"
+            "                    such a case is WITHIN: \"within N ulp, not bit-exact\"\n"
+            "  --strict-nan      NaNs must match bit for bit (default: any NaN equals any)\n"
+            "  --junit FILE      also write a JUnit XML report\n"
+            "  --json FILE       also write the machine-readable report (- : stdout, which\n"
+            "                    then carries the JSON alone)\n"
+            "exit status: 0 all same (or within --max-ulp), 1 a mismatch or missing\n"
+            "output, 2 a bad case or usage, 3 the backend failed\n");
 }
 
-enum outcome { PASS, MISMATCH, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
-static const char *const outcome_names[] = {"pass", "MISMATCH", "BAD-INPUT", "BACKEND-FAILURE"};
+enum outcome { PASS, WITHIN, MISMATCH, MISSING, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
+static const char *const outcome_names[] = {"pass", "WITHIN", "MISMATCH", "MISSING",
+                                            "BAD-INPUT", "BACKEND-FAILURE"};
 
 typedef struct suite_row {
     char *suite; /* the directory holding the case */
@@ -61,70 +82,157 @@ static int tally(summary *s, const char *case_dir, enum outcome o)
     return 0;
 }
 
-static void print_summary(const summary *s)
+static void print_summary(const summary *s, FILE *to)
 {
     size_t width = 5;
     unsigned total[OUTCOMES] = {0};
     for (size_t i = 0; i < s->count; i++)
         if (strlen(s->rows[i].suite) > width)
             width = strlen(s->rows[i].suite);
-    printf("\n%-*s %6s %6s %9s %10s %16s\n", (int)width, "suite", "cases", "pass", "mismatch",
-           "bad-input", "backend-failure");
-    for (size_t i = 0; i < s->count; i++) {
-        const unsigned *c = s->rows[i].counts;
-        printf("%-*s %6u %6u %9u %10u %16u\n", (int)width, s->rows[i].suite,
-               c[0] + c[1] + c[2] + c[3], c[PASS], c[MISMATCH], c[BAD_INPUT], c[BACKEND_FAILED]);
+    fprintf(to, "\n%-*s %6s %6s %7s %9s %8s %10s %16s\n", (int)width, "suite", "cases", "pass",
+           "within", "mismatch", "missing", "bad-input", "backend-failure");
+    for (size_t i = 0; i <= s->count; i++) {
+        const unsigned *c = i < s->count ? s->rows[i].counts : total;
+        unsigned cases = 0;
         for (int o = 0; o < OUTCOMES; o++)
+            cases += c[o];
+        fprintf(to, "%-*s %6u %6u %7u %9u %8u %10u %16u\n", (int)width,
+               i < s->count ? s->rows[i].suite : "total", cases, c[PASS], c[WITHIN],
+               c[MISMATCH], c[MISSING], c[BAD_INPUT], c[BACKEND_FAILED]);
+        for (int o = 0; i < s->count && o < OUTCOMES; o++)
             total[o] += c[o];
     }
-    printf("%-*s %6u %6u %9u %10u %16u\n", (int)width, "total",
-           total[0] + total[1] + total[2] + total[3], total[PASS], total[MISMATCH],
-           total[BAD_INPUT], total[BACKEND_FAILED]);
 }
 
-/* Runs one case; err receives the reason for anything but PASS, report
- * (malloc'd) the full mismatch report. */
-static enum outcome check_one(const backend_ops *ops, backend *b, const char *dir,
-                              const judge_options *options, char *err, size_t err_len,
-                              char **report)
+/* Where a case's outputs come from: a backend, or files a harness wrote
+ * below outputs_root, mirroring the case tree. */
+typedef struct source {
+    const backend_ops *ops;
+    backend *b;
+    const char *outputs_root; /* NULL: run the backend */
+} source;
+
+/* Reads case c's outputs from dir/<output>.bin or .npy.  A missing file is
+ * MISSING, one of the wrong size, dtype or shape BAD_INPUT. */
+static enum outcome read_outputs(const golden_case *c, case_outputs *o, const char *dir,
+                                 char *err, size_t err_len)
+{
+    for (size_t i = 0; i < o->count; i++) {
+        char *path = case_output_path(c, o, i, dir, true);
+        if (!path) {
+            snprintf(err, err_len, "out of memory");
+            return BACKEND_FAILED;
+        }
+        free(o->data[i]);
+        o->data[i] = NULL;
+        struct stat st;
+        bool missing = stat(path, &st) != 0;
+        int rc = missing ? -1 : golden_tensor_read_file(path, o->like[i], &o->data[i], err,
+                                                        err_len);
+        if (missing)
+            snprintf(err, err_len, "no output file %s (nor %s.npy): the harness wrote no %s",
+                     path, o->like[i]->name, o->like[i]->name);
+        free(path);
+        if (rc != 0)
+            return missing ? MISSING : BAD_INPUT;
+    }
+    return PASS;
+}
+
+/* Judges one case; err receives the reason for anything but PASS, report
+ * (malloc'd) the full mismatch report.  rel is the case's path below the
+ * directory it was found in.  The case goes into json when there is one. */
+static enum outcome check_one(const source *from, const char *dir, const char *rel,
+                              const golden_judge_options *options, golden_json_report *json,
+                              char *err, size_t err_len, char **report)
 {
     golden_case c;
     *report = NULL;
-    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, err_len) != 0)
+    /* The diagnosis models the kernel from the inputs, so they are read
+     * even when the outputs come from files. */
+    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
+        if (json && (golden_json_report_add_case(json, dir, NULL) != 0 ||
+                     golden_json_report_set_error(json, err) != 0))
+            return BACKEND_FAILED;
         return BAD_INPUT;
+    }
+    if (json && golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) {
+        golden_case_free(&c);
+        snprintf(err, err_len, "out of memory");
+        return BACKEND_FAILED;
+    }
     case_outputs outputs;
     if (case_outputs_alloc(&c, &outputs, err, err_len) != 0) {
         golden_case_free(&c);
         return BACKEND_FAILED;
     }
-    backend_problem problem;
-    case_problem(&c, &outputs, &problem);
-    enum outcome o;
-    int rc = ops->run(b, &problem, err, err_len);
-    verdict v;
-    if (rc != BACKEND_OK) {
-        o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
-    } else if (judge(&c, &outputs, options, &v) != 0) {
-        snprintf(err, err_len, "out of memory comparing");
-        o = BACKEND_FAILED;
+    enum outcome o = PASS;
+    if (from->outputs_root) {
+        char *at = cli_format("%s%s%s", from->outputs_root, rel[0] ? "/" : "", rel);
+        o = at ? read_outputs(&c, &outputs, at, err, err_len) : BACKEND_FAILED;
+        free(at);
     } else {
-        o = v.differing == 0 ? PASS : MISMATCH;
-        if (o == MISMATCH) {
-            char *line = verdict_summary(&v);
+        backend_problem problem;
+        case_problem(&c, &outputs, &problem);
+        int rc = from->ops->run(from->b, &problem, err, err_len);
+        if (rc != BACKEND_OK)
+            o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
+    }
+    golden_judgement *j = NULL;
+    if (o == PASS && golden_judge(&c, outputs.data, options, &j, err, err_len) != 0)
+        o = BACKEND_FAILED;
+    if (j) {
+        golden_verdict v = golden_judgement_verdict(j);
+        o = v == GOLDEN_VERDICT_SAME ? PASS : v == GOLDEN_VERDICT_WITHIN_TOLERANCE ? WITHIN
+                                                                                  : MISMATCH;
+        if (o != PASS) {
+            char *line = golden_judgement_summary(j);
             snprintf(err, err_len, "%s", line ? line : "elements differ");
             free(line);
             size_t size = 0;
             FILE *f = open_memstream(report, &size);
             if (f) {
-                verdict_report(f, &v, "    ");
+                golden_judgement_report(f, j, "    ");
                 fclose(f);
             }
         }
-        verdict_free(&v);
+        if (json && golden_json_report_add_judgement(json, j) != 0)
+            o = BACKEND_FAILED;
+        golden_judgement_free(j);
+    } else if (json && golden_json_report_set_error(json, err) != 0) {
+        o = BACKEND_FAILED;
     }
     case_outputs_free(&outputs);
     golden_case_free(&c);
     return o;
+}
+
+/* FNV-1a, 64 bits: the hash of --shard (docs/judging.md), chosen for being
+ * a few lines anyone can reproduce in a CI script. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* Parses "I/N" with 1 <= I <= N. */
+static bool parse_shard(const char *text, uint64_t *index, uint64_t *count)
+{
+    char *end;
+    unsigned long long i = strtoull(text, &end, 10), n;
+    if (end == text || *end != '/' || text[0] == '-')
+        return false;
+    const char *rest = end + 1;
+    n = strtoull(rest, &end, 10);
+    if (end == rest || *end != '\0' || rest[0] == '-' || n < 1 || i < 1 || i > n)
+        return false;
+    *index = i;
+    *count = n;
+    return true;
 }
 
 int cmd_check(int argc, char **argv)
@@ -134,13 +242,19 @@ int cmd_check(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"strict-nan", no_argument, NULL, 's'},
         {"junit", required_argument, NULL, 'j'},
+        {"outputs", required_argument, NULL, 'o'},
+        {"json", required_argument, NULL, 'J'},
+        {"max-ulp", required_argument, NULL, 'u'},
+        {"shard", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *backend_name = "cpu", *device_flag = NULL, *junit_path = NULL;
-    bool strict_nan = false;
+    const char *outputs_root = NULL, *json_path = NULL;
+    golden_judge_options judging = {false, 0, true};
+    uint64_t shard = 1, shards = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "b:d:sj:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:u:h", options, NULL)) != -1) {
         switch (opt) {
         case 'b':
             backend_name = optarg;
@@ -149,10 +263,27 @@ int cmd_check(int argc, char **argv)
             device_flag = optarg;
             break;
         case 's':
-            strict_nan = true;
+            judging.strict_nan = true;
             break;
         case 'j':
             junit_path = optarg;
+            break;
+        case 'o':
+            outputs_root = optarg;
+            break;
+        case 'J':
+            json_path = optarg;
+            break;
+        case 'u':
+            if (!cli_uint64("check", "--max-ulp", optarg, &judging.max_ulp))
+                return EXIT_BAD_INPUT;
+            break;
+        case 'S':
+            if (!parse_shard(optarg, &shard, &shards)) {
+                fprintf(stderr, "moeperm check: --shard is \"%s\", expected I/N with 1 <= I <= "
+                                "N, e.g. 2/4\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -171,40 +302,72 @@ int cmd_check(int argc, char **argv)
      * last case: a typo must not cost the whole run. */
     if (junit_path && !cli_output_path("check", "--junit", junit_path))
         return EXIT_BAD_INPUT;
+    bool json_stdout = json_path && strcmp(json_path, "-") == 0;
+    if (json_path && !json_stdout && !cli_output_path("check", "--json", json_path))
+        return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("check", backend_name, device_flag, &bopts);
     if (!ops)
         return EXIT_BAD_INPUT;
+    struct stat st;
+    if (outputs_root && (stat(outputs_root, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "moeperm check: --outputs \"%s\" is not a directory\n", outputs_root);
+        return EXIT_BAD_INPUT;
+    }
 
     /* Every directory is listed before anything runs, so a typo in the last
      * DIR fails fast instead of after an hour of device time. */
     char err[2048] = "";
     char **all = NULL;
     size_t total = 0;
+    /* rel[i]: where all[i] lies below the DIR it was found in (an offset
+     * into all[i]), the path --outputs mirrors and --shard hashes */
+    size_t *rel = NULL;
     for (int i = optind; i < argc; i++) {
         char **dirs;
         size_t count;
         if (golden_find_cases(argv[i], &dirs, &count, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: %s\n", err);
             golden_free_paths(all, total);
+            free(rel);
             return EXIT_BAD_INPUT;
         }
         if (count == 0) {
             fprintf(stderr, "moeperm check: no case.json below %s\n", argv[i]);
             golden_free_paths(dirs, count);
             golden_free_paths(all, total);
+            free(rel);
             return EXIT_BAD_INPUT;
         }
         char **grown = realloc(all, (total + count) * sizeof *grown);
-        if (!grown) {
+        size_t *grown_rel = grown ? realloc(rel, (total + count) * sizeof *grown_rel) : NULL;
+        if (grown)
+            all = grown;
+        if (grown_rel)
+            rel = grown_rel;
+        if (!grown || !grown_rel) {
             fprintf(stderr, "moeperm check: out of memory\n");
             golden_free_paths(dirs, count);
             golden_free_paths(all, total);
+            free(rel);
             return EXIT_BACKEND;
         }
-        all = grown;
-        memcpy(all + total, dirs, count * sizeof *dirs);
-        total += count;
+        /* The walk strips the trailing slashes of the DIR it was given. */
+        size_t root = strlen(argv[i]);
+        while (root > 1 && argv[i][root - 1] == '/')
+            root--;
+        size_t kept = 0;
+        for (size_t j = 0; j < count; j++) {
+            size_t at = strlen(dirs[j]) > root ? root + 1 : strlen(dirs[j]);
+            if (fnv1a(dirs[j] + at) % shards != shard - 1) {
+                free(dirs[j]);
+                continue;
+            }
+            all[total + kept] = dirs[j];
+            rel[total + kept] = at;
+            kept++;
+        }
+        total += kept;
         free(dirs);
     }
 
@@ -225,18 +388,24 @@ int cmd_check(int argc, char **argv)
         }
         if (!ok) {
             golden_free_paths(all, total);
+            free(rel);
             return EXIT_BAD_INPUT;
         }
     }
 
+    /* Outputs read from files need no backend. */
     backend *b = NULL;
-    if (ops->open(&bopts, &b, err, sizeof err) != BACKEND_OK) {
+    if (!outputs_root && ops->open(&bopts, &b, err, sizeof err) != BACKEND_OK) {
         fprintf(stderr, "moeperm check: cannot open the %s backend: %s\n", ops->name, err);
         golden_free_paths(all, total);
+        free(rel);
         return EXIT_BACKEND;
     }
+    source from = {ops, b, outputs_root};
     golden_junit *junit = junit_path ? golden_junit_new("moeperm check") : NULL;
-    judge_options judge_opts = {strict_nan};
+    golden_json_report *json = json_path ? golden_json_report_new() : NULL;
+    /* With the JSON on standard output, the text goes to standard error. */
+    FILE *text = json_stdout ? stderr : stdout;
     summary sum = {0};
     unsigned seen[OUTCOMES] = {0};
     int rc = EXIT_OK;
@@ -244,29 +413,39 @@ int cmd_check(int argc, char **argv)
         char *report = NULL;
         err[0] = '\0';
         double start = cli_now();
-        enum outcome o = check_one(ops, b, all[i], &judge_opts, err, sizeof err, &report);
+        enum outcome o = check_one(&from, all[i], all[i] + rel[i], &judging, json, err,
+                                   sizeof err, &report);
         double seconds = cli_now() - start;
         seen[o]++;
         if (o == PASS)
-            printf("%-8s %s\n", outcome_names[o], all[i]);
+            fprintf(text, "%-8s %s\n", outcome_names[o], all[i]);
         else
-            printf("%-8s %s: %s\n", outcome_names[o], all[i], err);
+            fprintf(text, "%-8s %s: %s\n", outcome_names[o], all[i], err);
         if (report)
-            fputs(report, stdout);
-        fflush(stdout);
+            fputs(report, text);
+        fflush(text);
         if (tally(&sum, all[i], o) != 0)
             rc = EXIT_BACKEND;
         if (junit) {
-            golden_outcome jo = o == PASS       ? GOLDEN_PASS
-                                : o == MISMATCH ? GOLDEN_MISMATCH
-                                                : GOLDEN_ERROR;
+            golden_outcome jo = o == PASS || o == WITHIN       ? GOLDEN_PASS
+                                : o == MISMATCH || o == MISSING ? GOLDEN_MISMATCH
+                                                                : GOLDEN_ERROR;
             if (golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
                 rc = EXIT_BACKEND;
         }
         free(report);
     }
-    ops->close(b);
-    print_summary(&sum);
+    if (b)
+        ops->close(b);
+    print_summary(&sum, text);
+    if (json && golden_json_report_write_path(json, json_path, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm check: cannot write the JSON report: %s\n", err);
+        rc = EXIT_BAD_INPUT;
+    } else if (json_path && !json) {
+        fprintf(stderr, "moeperm check: out of memory for the JSON report\n");
+        rc = EXIT_BAD_INPUT;
+    }
+    golden_json_report_free(json);
     if (junit_path) {
         if (!junit || golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: cannot write the JUnit report: %s\n",
@@ -279,10 +458,11 @@ int cmd_check(int argc, char **argv)
         free(sum.rows[i].suite);
     free(sum.rows);
     golden_free_paths(all, total);
+    free(rel);
 
     if (seen[BACKEND_FAILED] || rc == EXIT_BACKEND)
         return EXIT_BACKEND;
     if (seen[BAD_INPUT] || rc == EXIT_BAD_INPUT)
         return EXIT_BAD_INPUT;
-    return seen[MISMATCH] ? EXIT_MISMATCH : EXIT_OK;
+    return seen[MISMATCH] || seen[MISSING] ? EXIT_MISMATCH : EXIT_OK;
 }

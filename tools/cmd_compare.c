@@ -10,32 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
-#include "judge.h"
+#include "outputs.h"
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: moeperm compare CASE_DIR PATH [--strict-nan]\n"
+    fprintf(to, "usage: moeperm compare CASE_DIR PATH [--max-ulp N] [--json FILE] [--strict-nan]\n"
                 "  compare outputs with the case's golden ones, bit for bit: PATH is the\n"
                 "  output file (raw or .npy) when the case has one output, else a\n"
-                "  directory holding <output>.bin or <output>.npy for each\n"
-                "  --strict-nan  NaNs must match bit for bit too (default: any NaN\n"
-                "                equals any NaN)\n");
+                "  directory holding <output>.bin or <output>.npy for each; a mismatch\n"
+                "  report leads with the diagnosis (docs/judging.md)\n"
+                "  --max-ulp N    accept elements within N ulp (default 0: bit-exact);\n"
+                "                 the verdict then says \"within N ulp, not bit-exact\"\n"
+                "  --json FILE    also write the machine-readable report (- : stdout)\n"
+                "  --strict-nan   NaNs must match bit for bit too (default: any NaN\n"
+                "                 equals any NaN)\n"
+                "exit status: 0 same (or within --max-ulp), 1 different, 2 bad input\n");
 }
 
 int cmd_compare(int argc, char **argv)
 {
     static const struct option options[] = {
         {"strict-nan", no_argument, NULL, 's'},
+        {"max-ulp", required_argument, NULL, 'u'},
+        {"json", required_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool strict_nan = false;
+    golden_judge_options judging = {false, 0, true};
+    const char *json_path = NULL;
     int opt;
-    while ((opt = getopt_long(argc, argv, "sh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "su:j:h", options, NULL)) != -1) {
         switch (opt) {
         case 's':
-            strict_nan = true;
+            judging.strict_nan = true;
+            break;
+        case 'u':
+            if (!cli_uint64("compare", "--max-ulp", optarg, &judging.max_ulp))
+                return EXIT_BAD_INPUT;
+            break;
+        case 'j':
+            json_path = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -52,6 +68,9 @@ int cmd_compare(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     const char *case_dir = argv[optind], *path = argv[optind + 1];
+    if (json_path && strcmp(json_path, "-") != 0 &&
+        !cli_output_path("compare", "--json", json_path))
+        return EXIT_BAD_INPUT;
     char err[1024] = "";
     golden_case c;
     if (golden_case_read(case_dir, GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
@@ -79,24 +98,41 @@ int cmd_compare(int argc, char **argv)
         actual.count++;
         free(file);
     }
-    verdict v;
-    judge_options judging = {strict_nan};
-    if (rc == EXIT_OK && judge(&c, &actual, &judging, &v) != 0) {
-        fprintf(stderr, "moeperm compare: out of memory\n");
+    golden_judgement *j = NULL;
+    if (rc == EXIT_OK && golden_judge(&c, actual.data, &judging, &j, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm compare: %s\n", err);
         rc = EXIT_BACKEND;
     } else if (rc == EXIT_OK) {
         uint64_t elements = 0;
-        for (size_t i = 0; i < v.count; i++)
-            elements += v.result[i].elements;
-        if (v.differing == 0) {
+        for (size_t i = 0; i < golden_judgement_output_count(j); i++)
+            elements += golden_judgement_output_compare(j, i)->elements;
+        golden_verdict verdict = golden_judgement_verdict(j);
+        if (verdict == GOLDEN_VERDICT_SAME) {
             printf("%s: ok, all %llu elements equal\n", case_dir, (unsigned long long)elements);
         } else {
-            printf("%s: MISMATCH\n", case_dir);
-            verdict_report(stdout, &v, "  ");
-            rc = EXIT_MISMATCH;
+            printf("%s: %s\n", case_dir,
+                   verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? "WITHIN TOLERANCE" : "MISMATCH");
+            golden_judgement_report(stdout, j, "  ");
+            rc = verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? EXIT_OK : EXIT_MISMATCH;
         }
-        verdict_free(&v);
     }
+    if (json_path) {
+        /* The document is written whatever the verdict: an error case says
+         * why in it. */
+        golden_json_report *report = golden_json_report_new();
+        bool ok = report && golden_json_report_add_case(report, case_dir, moeperm_op_name(c.op)) == 0;
+        if (ok && j)
+            ok = golden_json_report_add_judgement(report, j) == 0;
+        else if (ok)
+            ok = golden_json_report_set_error(report, err) == 0;
+        if (!ok || golden_json_report_write_path(report, json_path, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm compare: cannot write the JSON report: %s\n",
+                    ok ? err : "out of memory");
+            rc = rc == EXIT_OK ? EXIT_BAD_INPUT : rc;
+        }
+        golden_json_report_free(report);
+    }
+    golden_judgement_free(j);
     case_outputs_free(&actual);
     golden_case_free(&c);
     return rc;

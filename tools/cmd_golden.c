@@ -279,7 +279,7 @@ int cmd_golden(int argc, char **argv)
             out = optarg;
             break;
         case O_SUITE:
-            /* interfaces.md writes "--suite NAME ...": the words after
+            /* The usage writes "--suite NAME ...": the words after
              * --suite up to the next option are all suite names (golden
              * takes no other plain arguments, so none is taken from
              * elsewhere). */

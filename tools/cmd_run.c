@@ -15,14 +15,15 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "judge.h"
+#include "outputs.h"
 
 static void usage(FILE *to)
 {
     fprintf(to, "usage: moeperm run CASE_DIR --out PATH [--backend cpu|npu] [--device N]\n"
                 "  compute the case's outputs on a backend (default cpu) and write them:\n"
                 "  to the file PATH when the case has one output (PATH ending in .npy\n"
-                "  writes numpy's format), else as PATH/<output>.bin, PATH a directory\n"
+                "  writes numpy's format), else, or when PATH ends with /, as\n"
+                "  PATH/<output>.bin in the directory PATH\n"
                 "  --device N  the npu device (default: MOEPERM_NPU_DEVICE, else 0)\n");
 }
 
@@ -85,7 +86,8 @@ int cmd_run(int argc, char **argv)
      * Every path is refused now if it can be, before the case is computed:
      * a bad --out found after minutes of work wastes them, and one naming
      * the case's own files would destroy it. */
-    bool dir = outputs.count > 1;
+    size_t len = strlen(out_path);
+    bool dir = outputs.count > 1 || (len > 0 && out_path[len - 1] == '/');
     char *paths[GOLDEN_MAX_TENSORS] = {0};
     int rc = BACKEND_OK;
     for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++) {

@@ -2,12 +2,12 @@
  * commands.h - the subcommands of the moeperm tool, one file each, so that
  * moeperm.c is only dispatch and usage and a new subcommand (bench) can be
  * added without touching the others.  Each returns the process exit code
- * of interfaces.md section 3.
+ * of the README.
  */
 #ifndef MOEPERM_TOOLS_COMMANDS_H
 #define MOEPERM_TOOLS_COMMANDS_H
 
-/* Exit codes (interfaces.md section 3). */
+/* Exit codes (README, "The command line"). */
 enum {
     EXIT_OK = 0,
     EXIT_MISMATCH = 1,
@@ -20,6 +20,7 @@ int cmd_run(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_make_case(int argc, char **argv);
 
 /* Owned by the benchmark (tools/cmd_bench.c): times the operator
  * in-process against memory bandwidth. */

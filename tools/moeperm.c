@@ -1,8 +1,7 @@
 /*
  * moeperm.c - the moeperm command-line tool: dispatch to one subcommand per
- * file (commands.h), usage, and `version`.  The contract is interfaces.md
- * section 3: exit 0 ok, 1 mismatch, 2 bad usage or bad input, 3 backend
- * failure.
+ * file (commands.h), usage, and `version`.  Exit status, as the README
+ * says: 0 ok, 1 mismatch, 2 bad usage or bad input, 3 backend failure.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -22,16 +21,22 @@ static const char usage_text[] =
     "  golden --out DIR --tokens T --topk K --hidden H --dtype D [--rows R]\n"
     "         [--experts E] [--hot P] [--values KIND] [--routing R] [--seed N]\n"
     "         [--name NAME] [--force]\n"
-    "      write one custom case\n"
-    "  run CASE_DIR --out FILE [--backend cpu|npu] [--device N]\n"
-    "      compute input_grad from the case's inputs into a raw .bin\n"
-    "  compare CASE_DIR FILE [--strict-nan]\n"
-    "      compare FILE with the case's golden input_grad, bit for bit\n"
-    "  check DIR ... [--backend cpu|npu] [--device N] [--strict-nan] [--junit FILE]\n"
-    "      run and compare every case below each DIR\n"
-    "  bench [--tokens T --topk K --hidden H --dtype D --threads N]\n"
-    "        [--reps N] [--json] [--path auto|portable|avx2|avx512]\n"
-    "      time the operator in-process against memory bandwidth\n"
+    "      write one custom MoeTokenPermuteGrad case\n"
+    "  golden --out DIR --op OP --tokens T --top-k K --hidden H --dtype D [...]\n"
+    "      one custom case of any operator (see moeperm golden --help)\n"
+    "  run CASE_DIR --out PATH [--backend cpu|npu] [--device N]\n"
+    "      compute the case's outputs into PATH (a file, .bin or .npy, or a\n"
+    "      directory for several outputs)\n"
+    "  compare CASE_DIR PATH [--max-ulp N] [--json FILE] [--strict-nan]\n"
+    "      compare outputs with the case's golden ones, bit for bit, with a diagnosis\n"
+    "  check DIR ... [--backend cpu|npu] [--device N] [--outputs OUTDIR]\n"
+    "        [--shard I/N] [--max-ulp N] [--json FILE] [--junit FILE] [--strict-nan]\n"
+    "      judge every case below each DIR: run it, or read a harness's outputs\n"
+    "  make-case --out DIR --op OP --name NAME --input NAME=FILE[:DTYPE:SHAPE] ...\n"
+    "      a case from your own tensors, outputs from the reference\n"
+    "  bench [--op OP|all] [--tokens T] [--top-k K] [--hidden H] [--dtype D]\n"
+    "        [--threads N] [--reps N] [--json]\n"
+    "      time an operator through the public API against memory bandwidth\n"
     "  version\n"
     "      print the tool's and the library's versions\n"
     "\n"
@@ -85,7 +90,8 @@ int main(int argc, char **argv)
         int (*run)(int, char **);
     } commands[] = {
         {"golden", cmd_golden},   {"run", cmd_run},     {"compare", cmd_compare},
-        {"check", cmd_check},     {"bench", cmd_bench}, {"version", cmd_version},
+        {"check", cmd_check},     {"make-case", cmd_make_case},
+        {"bench", cmd_bench},     {"version", cmd_version},
     };
     if (argc < 2) {
         fputs(usage_text, stderr);

@@ -209,6 +209,19 @@ int golden_tensor_read_file(const char *path, const golden_tensor *like, void **
                             char *err, size_t err_len);
 
 /*
+ * golden_tensor_from_file() reads a user's own tensor file into t (its
+ * dtype, ndim, shape, bytes and data; name, role and file are left to the
+ * caller): a .npy file, whose header gives the shape and, when dtype is
+ * negative, the dtype ('<f4' float32, '<f2' float16, '<u2', '<i2' or '<V2'
+ * bf16, '|i1' int8, '<i4' int32, '<i8' int64); or a raw file, for which
+ * dtype and the ndim dims of shape must be given.  With ndim > 0 a .npy
+ * file must have that many dims.  Returns 0, or -1 with a sentence in err
+ * (t->data is then NULL).
+ */
+int golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
+                            golden_tensor *t, char *err, size_t err_len);
+
+/*
  * golden_tensor_write_file() writes the elements at data, shaped and typed
  * like `like`, to path: as a .npy file (format 1.0; bf16 as '<u2') when
  * path ends in ".npy", else raw.  The file appears atomically (a temporary
@@ -250,6 +263,19 @@ const golden_slot *golden_op_slots(moeperm_op op, size_t *count);
  */
 moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len);
+
+/*
+ * golden_case_finish() completes a case whose operator, attributes and
+ * inputs are set (a case made from a user's own tensors, or by the
+ * generator): it adds the outputs, shaped as the operator shapes them
+ * (and, for MoeTokenUnpermuteGrad with probs, the exact values of
+ * probs_grad), and computes them with golden_run_reference().  Outputs
+ * start zeroed, so elements the operator leaves untouched read 0.  Returns
+ * 0, or -1 with a sentence in err: the library's, naming the bad value,
+ * when the operator refuses the inputs.  c keeps what was added either
+ * way; golden_case_free() frees it.
+ */
+int golden_case_finish(golden_case *c, char *err, size_t err_len);
 
 /* The first phase alone: whether the operator takes c's shapes, dtypes,
  * attributes (and, when they are loaded, indices), with the library's
@@ -382,15 +408,42 @@ typedef struct golden_diff {
     uint32_t expected, actual; /* raw bits (16 or 32 of them) */
 } golden_diff;
 
+struct golden_where; /* where the differences lie, as groups (internal) */
+
 typedef struct golden_compare_result {
     uint64_t elements;     /* compared */
     uint64_t differing;    /* elements whose bits differ (NaN-aware unless strict) */
     uint64_t nan_mismatch; /* of those, a NaN against a number */
     uint64_t max_ulp;      /* largest ULP distance among differing elements (see below) */
+    /* Of the differing elements, those where either value is a NaN or an
+     * infinity: never within an ULP tolerance, however close their bits. */
+    uint64_t nonfinite_differing;
     golden_diff first[GOLDEN_COMPARE_FIRST];
     size_t first_count;
     char *where; /* malloc'd summary of token and column ranges, NULL if none */
+    struct golden_where *ranges; /* the same as groups, for the reports (owned) */
 } golden_compare_result;
+
+/* What a comparison concludes, given an ULP tolerance. */
+typedef enum golden_verdict {
+    GOLDEN_VERDICT_SAME,             /* bit for bit (any NaN equals any NaN unless strict) */
+    GOLDEN_VERDICT_WITHIN_TOLERANCE, /* differs, every difference finite and within max_ulp */
+    GOLDEN_VERDICT_DIFFERENT         /* anything further */
+} golden_verdict;
+
+/*
+ * golden_compare_verdict() judges r with a tolerance of max_ulp units in
+ * the last place: SAME when nothing differs; WITHIN_TOLERANCE when
+ * max_ulp > 0 and every differing element is a pair of finite values at
+ * most max_ulp apart on the ordered line of golden_ulp_distance() (so +0
+ * against -0 is 1 ulp, and the largest finite value against infinity is
+ * never within); DIFFERENT otherwise.  With max_ulp = 0 it is SAME or
+ * DIFFERENT, the bit-exact contract.  Thread safe.
+ */
+golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp);
+
+/* "same", "within-tolerance" or "different": the names reports use. */
+const char *golden_verdict_name(golden_verdict verdict);
 
 /*
  * golden_ulp_distance() is the distance between two values of dtype on the
@@ -455,6 +508,84 @@ void golden_junit_free(golden_junit *j);
  * feed and carriage return, which become character references; DEL; U+FFFE,
  * U+FFFF) is written as a visible "\xHH" escape of its bytes. */
 void golden_xml_escape(FILE *f, const char *s);
+
+/* ---------------------------------------------------------------------- */
+/* Judging a case's outputs                                               */
+/* ---------------------------------------------------------------------- */
+
+typedef struct golden_judge_options {
+    bool strict_nan;  /* NaNs must match bit for bit (default: any NaN equals any NaN) */
+    uint64_t max_ulp; /* elements within this many ulp count as within tolerance;
+                       * 0 is the bit-exact contract */
+    bool diagnose;    /* test the catalogue of known kernel bugs on what differs */
+} golden_judge_options;
+
+/* The judgement of one case's outputs (opaque). */
+typedef struct golden_judgement golden_judgement;
+
+/*
+ * golden_judge() compares every output of c (loaded: its golden outputs,
+ * and its inputs too when options->diagnose) with actual[i], the i-th
+ * output of c in c's order, contiguous, of the golden output's dtype and
+ * shape; computes the error statistics Ascend's precision tools report;
+ * and, for outputs that differ and with options->diagnose, names the known
+ * kernel bugs that reproduce the difference (docs/judging.md).  For
+ * MoeTokenUnpermuteGrad's probs_grad it also says whether each difference
+ * stays within the error any order of the reduction could make around the
+ * exact dot product ("order": the device sums in another order) or not
+ * ("wrong").  Returns 0 with *j set (free with golden_judgement_free()),
+ * or -1 with a sentence in err.  Thread safe on distinct objects.
+ */
+int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
+                 golden_judgement **j, char *err, size_t err_len);
+void golden_judgement_free(golden_judgement *j);
+
+/* The case's verdict: the worst of its outputs'. */
+golden_verdict golden_judgement_verdict(const golden_judgement *j);
+/* Its outputs, in the case's order. */
+size_t golden_judgement_output_count(const golden_judgement *j);
+const char *golden_judgement_output_name(const golden_judgement *j, size_t i);
+golden_verdict golden_judgement_output_verdict(const golden_judgement *j, size_t i);
+const golden_compare_result *golden_judgement_output_compare(const golden_judgement *j,
+                                                              size_t i);
+/* The findings of output i, best first: their stable ids ("missing-slot",
+ * "token-block-shift", "order", ...), one sentence each, and whether the
+ * model reproduces the output exactly. */
+size_t golden_judgement_finding_count(const golden_judgement *j, size_t i);
+const char *golden_judgement_finding_id(const golden_judgement *j, size_t i, size_t k);
+const char *golden_judgement_finding_detail(const golden_judgement *j, size_t i, size_t k);
+bool golden_judgement_finding_exact(const golden_judgement *j, size_t i, size_t k);
+
+/*
+ * golden_judgement_report() writes the text report `moeperm compare` and
+ * `moeperm check` print (nothing when every output is the same): per output
+ * that differs, the diagnosis first, then the counts, the first
+ * differences and where they lie; each line starts with indent.
+ * golden_judgement_summary() returns one line for the case (malloc'd; NULL
+ * when memory runs out).
+ */
+void golden_judgement_report(FILE *f, const golden_judgement *j, const char *indent);
+char *golden_judgement_summary(const golden_judgement *j);
+
+/*
+ * The machine-readable report (docs/judging.md): a collector of cases,
+ * written as one JSON document.  golden_json_report_add_case() opens the
+ * next case (case_path as the tool names it, op NULL when unknown);
+ * golden_json_report_add_judgement() records its outputs;
+ * golden_json_report_set_error() marks it an error, with the sentence that
+ * says why.  _write_path() writes the document atomically to path, or to
+ * standard output when path is "-".  Functions returning int return 0, or
+ * -1 (with a sentence in err where there is one).  Not thread safe: one
+ * collector per thread.
+ */
+typedef struct golden_json_report golden_json_report;
+golden_json_report *golden_json_report_new(void);
+int golden_json_report_add_case(golden_json_report *r, const char *case_path, const char *op);
+int golden_json_report_add_judgement(golden_json_report *r, const golden_judgement *j);
+int golden_json_report_set_error(golden_json_report *r, const char *sentence);
+int golden_json_report_write_path(const golden_json_report *r, const char *path, char *err,
+                                  size_t err_len);
+void golden_json_report_free(golden_json_report *r);
 
 /* ---------------------------------------------------------------------- */
 /* Names                                                                  */

@@ -121,7 +121,7 @@ static int load_tensor(const char *manifest, golden_tensor *t, const char *sha, 
     char hex[GOLDEN_SHA256_HEX], what[96], inner[768];
     void *data = NULL;
     snprintf(what, sizeof what, "tensors.%s", t->name);
-    if (golden_read_file(t->path, what, t->bytes, &data, hex, inner, sizeof inner) != 0) {
+    if (golden_tensor_file_read(t->path, what, t, &data, hex, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", manifest, inner);
         return -1;
     }

@@ -5,6 +5,7 @@
  * the judge never knows who produced the bits.
  */
 #include "golden/internal.h"
+#include "golden/where.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -81,142 +82,13 @@ float golden_bits_value(moeperm_dtype dtype, uint32_t bits)
     }
 }
 
-/* ---------------------------------------------------------------------- */
-/* Where the differences lie                                              */
-/* ---------------------------------------------------------------------- */
-
-/* The differing columns of one token as ranges; past RANGE_CAP ranges only
- * their count and span are kept (scattered errors need no exact list). */
-#define RANGE_CAP 6
-#define GROUP_CAP 12
-
-typedef struct column_set {
-    size_t ranges;
-    int64_t lo[RANGE_CAP], hi[RANGE_CAP];
-    uint64_t columns;
-    int64_t first, last;
-} column_set;
-
-static void set_add(column_set *s, int64_t column)
-{
-    if (s->columns == 0)
-        s->first = column;
-    s->last = column;
-    s->columns++;
-    if (s->ranges > 0 && s->ranges <= RANGE_CAP && s->hi[s->ranges - 1] == column - 1) {
-        s->hi[s->ranges - 1] = column;
-        return;
-    }
-    if (s->ranges < RANGE_CAP) {
-        s->lo[s->ranges] = s->hi[s->ranges] = column;
-    }
-    s->ranges++;
-}
-
-static bool set_equal(const column_set *a, const column_set *b)
-{
-    if (a->ranges != b->ranges || a->columns != b->columns || a->first != b->first ||
-        a->last != b->last)
-        return false;
-    if (a->ranges > RANGE_CAP)
-        return true;
-    for (size_t i = 0; i < a->ranges; i++)
-        if (a->lo[i] != b->lo[i] || a->hi[i] != b->hi[i])
-            return false;
-    return true;
-}
-
-static void put_range(FILE *f, const char *one, const char *many, int64_t lo, int64_t hi)
-{
-    if (lo == hi)
-        fprintf(f, "%s %" PRId64, one, lo);
-    else
-        fprintf(f, "%s %" PRId64 "-%" PRId64, many, lo, hi);
-}
-
-static void put_columns(FILE *f, const column_set *s, int64_t hidden)
-{
-    if (s->columns == (uint64_t)hidden) {
-        fputs("all columns", f);
-        return;
-    }
-    if (s->ranges > RANGE_CAP) {
-        fprintf(f, "%" PRIu64 " scattered columns in %" PRId64 "-%" PRId64, s->columns,
-                s->first, s->last);
-        return;
-    }
-    fputs(s->ranges == 1 && s->lo[0] == s->hi[0] ? "column " : "columns ", f);
-    for (size_t i = 0; i < s->ranges; i++) {
-        if (i)
-            fputs(", ", f);
-        if (s->lo[i] == s->hi[i])
-            fprintf(f, "%" PRId64, s->lo[i]);
-        else
-            fprintf(f, "%" PRId64 "-%" PRId64, s->lo[i], s->hi[i]);
-    }
-}
-
-typedef struct grouping {
-    FILE *f;
-    int64_t tokens, hidden;
-    size_t groups; /* closed so far */
-    bool open;
-    int64_t first_token, last_token;
-    column_set columns;
-} grouping;
-
-static void close_group(grouping *g)
-{
-    if (!g->open)
-        return;
-    g->open = false;
-    if (g->groups++ >= GROUP_CAP)
-        return;
-    if (g->groups > 1)
-        fputs("; ", g->f);
-    if (g->first_token == 0 && g->last_token == g->tokens - 1 && g->tokens > 1) {
-        if (g->columns.columns == (uint64_t)g->hidden) {
-            fputs("every element of every token", g->f);
-            return;
-        }
-        put_columns(g->f, &g->columns, g->hidden);
-        fputs(" of every token", g->f);
-        return;
-    }
-    put_range(g->f, "token", "tokens", g->first_token, g->last_token);
-    fputs(": ", g->f);
-    put_columns(g->f, &g->columns, g->hidden);
-}
-
-static void add_token(grouping *g, int64_t token, const column_set *s)
-{
-    if (s->columns == 0) {
-        close_group(g);
-        return;
-    }
-    if (g->open && g->last_token == token - 1 && set_equal(&g->columns, s)) {
-        g->last_token = token;
-        return;
-    }
-    close_group(g);
-    g->open = true;
-    g->first_token = g->last_token = token;
-    g->columns = *s;
-}
-
 int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
                    const void *actual, bool strict_nan, golden_compare_result *r)
 {
     memset(r, 0, sizeof *r);
-    char *text = NULL;
-    size_t text_size = 0;
-    FILE *f = open_memstream(&text, &text_size);
-    if (!f)
-        return -1;
-    grouping g = {.f = f, .tokens = tokens, .hidden = hidden};
-
+    uint64_t exponent = dtype == MOEPERM_FLOAT ? 0x7f800000u : dtype == MOEPERM_FLOAT16 ? 0x7c00u
+                                                                                       : 0x7f80u;
     for (int64_t t = 0; t < tokens; t++) {
-        column_set s = {0};
         for (int64_t h = 0; h < hidden; h++) {
             uint64_t i = (uint64_t)t * (uint64_t)hidden + (uint64_t)h;
             uint32_t e = load_bits(dtype, expected, i), a = load_bits(dtype, actual, i);
@@ -226,6 +98,8 @@ int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const vo
             if (e_nan && a_nan && !strict_nan)
                 continue;
             r->differing++;
+            if ((e & exponent) == exponent || (a & exponent) == exponent)
+                r->nonfinite_differing++;
             if (e_nan != a_nan)
                 r->nan_mismatch++;
             else {
@@ -235,30 +109,51 @@ int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const vo
             }
             if (r->first_count < GOLDEN_COMPARE_FIRST)
                 r->first[r->first_count++] = (golden_diff){t, h, e, a};
-            set_add(&s, h);
         }
-        add_token(&g, t, &s);
     }
-    close_group(&g);
-    if (g.groups > GROUP_CAP)
-        fprintf(f, "; and %zu more groups of tokens", g.groups - GROUP_CAP);
     r->elements = (uint64_t)tokens * (uint64_t)hidden;
-    if (fclose(f) != 0) {
-        free(text);
+    if (r->differing == 0)
+        return 0;
+    /* A second pass, on a mismatch only, names where the differences lie. */
+    if (!(r->ranges = calloc(1, sizeof *r->ranges)) ||
+        golden_where_compute(dtype, tokens, hidden, expected, actual, strict_nan, "token",
+                             r->ranges) != 0 ||
+        !(r->where = golden_strdup_printf("%s", r->ranges->text ? r->ranges->text : ""))) {
+        golden_compare_free(r);
         return -1;
     }
-    if (r->differing == 0) {
-        free(text);
-        text = NULL;
-    }
-    r->where = text;
     return 0;
+}
+
+golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp)
+{
+    if (r->differing == 0)
+        return GOLDEN_VERDICT_SAME;
+    if (max_ulp > 0 && r->nonfinite_differing == 0 && r->max_ulp <= max_ulp)
+        return GOLDEN_VERDICT_WITHIN_TOLERANCE;
+    return GOLDEN_VERDICT_DIFFERENT;
+}
+
+const char *golden_verdict_name(golden_verdict verdict)
+{
+    switch (verdict) {
+    case GOLDEN_VERDICT_SAME:
+        return "same";
+    case GOLDEN_VERDICT_WITHIN_TOLERANCE:
+        return "within-tolerance";
+    default:
+        return "different";
+    }
 }
 
 void golden_compare_free(golden_compare_result *r)
 {
     free(r->where);
     r->where = NULL;
+    if (r->ranges)
+        golden_where_free(r->ranges);
+    free(r->ranges);
+    r->ranges = NULL;
 }
 
 char *golden_compare_summary(moeperm_dtype dtype, const golden_compare_result *r)
@@ -362,7 +257,7 @@ int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_o
  * *cp; 0 when p does not start one.  A NUL ends a truncated sequence like
  * any other byte outside its continuation range, so it never reads past
  * the string. */
-static size_t utf8_sequence(const unsigned char *p, uint32_t *cp)
+size_t golden_utf8_sequence(const unsigned char *p, uint32_t *cp)
 {
     unsigned char b = p[0];
     size_t n;
@@ -449,7 +344,7 @@ void golden_xml_escape(FILE *f, const char *s)
             break;
         }
         uint32_t cp;
-        size_t n = utf8_sequence(p, &cp);
+        size_t n = golden_utf8_sequence(p, &cp);
         if (n == 0 || cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff) {
             for (size_t i = 0; i < (n ? n : 1); i++)
                 fprintf(f, "\\x%02x", p[i]);

@@ -340,6 +340,13 @@ void golden_temp_untrack(int slot)
 int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len)
 {
+    return golden_write_file_atomic_with_header(path, NULL, 0, data, size, err, err_len);
+}
+
+int golden_write_file_atomic_with_header(const char *path, const void *header,
+                                         size_t header_size, const void *data, size_t size,
+                                         char *err, size_t err_len)
+{
     char *dir = golden_dir_of(path);
     char *tmp = dir ? golden_strdup_printf("%s/.%s.tmp.XXXXXX", dir, base_of(path)) : NULL;
     int fd;
@@ -366,7 +373,8 @@ int golden_write_file_atomic(const char *path, const void *data, size_t size, ch
     /* mkstemp makes 0600; outputs are ordinary files, readable as any other. */
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || golden_write_all(fd, data, size) != 0 ||
+    if (fchmod(fd, 0666 & ~mask) != 0 || golden_write_all(fd, header, header_size) != 0 ||
+        golden_write_all(fd, data, size) != 0 ||
         fsync(fd) != 0) {
         snprintf(err, err_len, "writing %s failed: %s", path, strerror(errno));
         close(fd);

@@ -37,6 +37,13 @@ int golden_read_text(const char *path, size_t max_size, char **text, char *err, 
  * Returns 0 or -1 with errno set. */
 int golden_write_all(int fd, const void *data, size_t size);
 
+/* golden_write_file_atomic() (golden.h) with header_size bytes of header
+ * written before the data (a .npy header), so a large tensor is not copied
+ * to prepend a few bytes. */
+int golden_write_file_atomic_with_header(const char *path, const void *header,
+                                         size_t header_size, const void *data, size_t size,
+                                         char *err, size_t err_len);
+
 /*
  * Cleanup of temporaries when a signal ends the process (issue 6).
  *

@@ -344,3 +344,165 @@ moeperm_status golden_check_reference(const golden_case *c, char *err, size_t er
         free(scratch[i]);
     return st;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Outputs from inputs                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* The input called name with ndim dimensions, or NULL after a sentence. */
+static const golden_tensor *input_of(const golden_case *c, const char *name, uint64_t ndim,
+                                     bool optional, char *err, size_t err_len)
+{
+    const golden_tensor *t = golden_case_tensor_const(c, name);
+    if (!t) {
+        if (!optional)
+            snprintf(err, err_len, "%s needs the input %s", moeperm_op_name(c->op), name);
+        return NULL;
+    }
+    if (t->ndim != ndim) {
+        snprintf(err, err_len, "%s has %llu dimensions; %s takes it with %llu", name,
+                 (unsigned long long)t->ndim, moeperm_op_name(c->op),
+                 (unsigned long long)ndim);
+        return NULL;
+    }
+    return t;
+}
+
+/* Appends an output (zeroed: what the operator leaves untouched reads 0). */
+static int add_output(golden_case *c, const char *name, golden_role role, moeperm_dtype dtype,
+                      int64_t d0, int64_t d1, uint64_t ndim, char *err, size_t err_len)
+{
+    if (c->tensor_count == GOLDEN_MAX_TENSORS || golden_case_tensor(c, name)) {
+        snprintf(err, err_len, "the case already has %s", name);
+        return -1;
+    }
+    size_t count;
+    const golden_slot *slots = golden_op_slots(c->op, &count);
+    golden_tensor *t = &c->tensors[c->tensor_count];
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(slots[i].name, name) == 0)
+            t->name = slots[i].name;
+    t->role = role;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    uint64_t bytes;
+    if (__builtin_mul_overflow((uint64_t)d0, ndim > 1 ? (uint64_t)d1 : 1, &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)moeperm_dtype_size(dtype), &bytes) ||
+        bytes > SIZE_MAX) {
+        snprintf(err, err_len, "%s of %lld by %lld elements is too large", name, (long long)d0,
+                 (long long)d1);
+        return -1;
+    }
+    t->bytes = (size_t)bytes;
+    t->file = golden_strdup_printf("%s.bin", name);
+    t->data = t->bytes ? calloc(1, t->bytes) : NULL;
+    c->tensor_count++;
+    if (!t->file || (t->bytes && !t->data)) {
+        snprintf(err, err_len, "out of memory for %s", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The outputs of c's operator, shaped from its inputs as the operator
+ * shapes them. */
+static int add_outputs(golden_case *c, char *err, size_t err_len)
+{
+    const golden_tensor *a, *b, *probs;
+    err[0] = '\0';
+    switch (c->op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        if (!(a = input_of(c, "permuted_output_grad", 2, false, err, err_len)) ||
+            !(b = input_of(c, "sorted_indices", 1, false, err, err_len)))
+            return -1;
+        if (c->attrs.top_k < 1 || b->shape[0] % c->attrs.top_k != 0) {
+            snprintf(err, err_len, "sorted_indices has %lld entries, not a multiple of top_k = %lld",
+                     (long long)b->shape[0], (long long)c->attrs.top_k);
+            return -1;
+        }
+        return add_output(c, "input_grad", GOLDEN_ROLE_OUTPUT, a->dtype,
+                          b->shape[0] / c->attrs.top_k, a->shape[1], 2, err, err_len);
+    case MOEPERM_OP_PERMUTE: {
+        if (!(a = input_of(c, "tokens", 2, false, err, err_len)))
+            return -1;
+        b = golden_case_tensor_const(c, "indices");
+        if (!b || b->ndim < 1 || b->ndim > 2) {
+            snprintf(err, err_len, "MoeTokenPermute needs the input indices, [tokens, top_k] "
+                                   "or [tokens]");
+            return -1;
+        }
+        int64_t slots = (int64_t)golden_tensor_elements(b), n = c->attrs.num_out_tokens;
+        if (n <= 0)
+            n += slots;
+        n = n < 0 ? 0 : n > slots ? slots : n;
+        return add_output(c, "permuted_tokens", GOLDEN_ROLE_OUTPUT, a->dtype, n, a->shape[1], 2,
+                          err, err_len) ||
+               add_output(c, "sorted_indices", GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0, 1, err,
+                          err_len);
+    }
+    case MOEPERM_OP_UNPERMUTE: {
+        if (!(a = input_of(c, "permuted_tokens", 2, false, err, err_len)) ||
+            !(b = input_of(c, "sorted_indices", 1, false, err, err_len)))
+            return -1;
+        probs = input_of(c, "probs", 2, true, err, err_len);
+        if (!probs && err[0])
+            return -1;
+        int64_t tokens = probs ? probs->shape[0] : b->shape[0];
+        return add_output(c, "unpermuted_tokens", GOLDEN_ROLE_OUTPUT, a->dtype, tokens,
+                          a->shape[1], 2, err, err_len);
+    }
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        if (!(a = input_of(c, "permuted_tokens", 2, false, err, err_len)) ||
+            !input_of(c, "unpermuted_tokens_grad", 2, false, err, err_len) ||
+            !input_of(c, "sorted_indices", 1, false, err, err_len))
+            return -1;
+        probs = input_of(c, "probs", 2, true, err, err_len);
+        if (!probs && err[0])
+            return -1;
+        if (add_output(c, "permuted_tokens_grad", GOLDEN_ROLE_OUTPUT, a->dtype, a->shape[0],
+                       a->shape[1], 2, err, err_len) != 0)
+            return -1;
+        if (!probs)
+            return 0;
+        /* probs may have moved: add_output() writes into the same array */
+        probs = golden_case_tensor_const(c, "probs");
+        int64_t n = probs->shape[0], k = probs->shape[1];
+        moeperm_dtype dtype = probs->dtype;
+        return add_output(c, "probs_grad", GOLDEN_ROLE_OUTPUT, dtype, n, k, 2, err, err_len) ||
+               add_output(c, "probs_grad_exact", GOLDEN_ROLE_EXACT, MOEPERM_FLOAT64, n, k, 2,
+                          err, err_len);
+    }
+    snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
+    return -1;
+}
+
+int golden_case_finish(golden_case *c, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < c->tensor_count; i++)
+        if (c->tensors[i].role != GOLDEN_ROLE_INPUT) {
+            snprintf(err, err_len, "the case already has the output %s", c->tensors[i].name);
+            return -1;
+        }
+    if (add_outputs(c, err, err_len) != 0)
+        return -1;
+    void *outputs[GOLDEN_MAX_TENSORS], *exact[GOLDEN_MAX_TENSORS];
+    size_t n_out = 0, n_exact = 0;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        if (c->tensors[i].role == GOLDEN_ROLE_OUTPUT)
+            outputs[n_out++] = c->tensors[i].data;
+        else if (c->tensors[i].role == GOLDEN_ROLE_EXACT)
+            exact[n_exact++] = c->tensors[i].data;
+    }
+    char inner[512];
+    moeperm_status st =
+        golden_run_reference(c, outputs, n_exact ? exact : NULL, inner, sizeof inner);
+    if (st != MOEPERM_SUCCESS) {
+        snprintf(err, err_len, "the operator refuses the case (%s): %s", moeperm_status_name(st),
+                 inner);
+        return -1;
+    }
+    return 0;
+}

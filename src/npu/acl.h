@@ -1,12 +1,12 @@
 /*
  * acl.h - the few pieces of the Ascend ACL runtime and aclnn API that the
- * npu backend calls, restated from the vendor documentation (spec §4).
+ * npu backend calls, restated from the vendor's documentation and headers.
  *
  * Why not include the CANN headers: the backend loads the runtime with
  * dlopen at run time, so it must build, and be tested against the fake
  * runtime in tests/fake_acl, on machines with no CANN install at all.
- * Declaring only what is used keeps this file checkable against the spec
- * line by line.  Every function is declared as a pointer type, because
+ * Declaring only what is used keeps this file checkable against the
+ * vendor's headers line by line.  Every function is declared as a pointer type, because
  * nothing here is ever linked: the loader fills a table of them.
  *
  * The values below are ABI: they must equal the vendor's.

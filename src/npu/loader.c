@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* The runtime first, then tensors, then every layout of the operator
- * libraries (spec §4): missing ones are simply skipped. */
+ * libraries (docs/npu.md): missing ones are simply skipped. */
 static const char *const default_libs[] = {
     "libascendcl.so",   "libnnopbase.so",   "libopapi.so",
     "libopapi_transformer.so", "libopapi_math.so", "libopapi_nn.so",

@@ -7,20 +7,25 @@
  *
  * The runtime is opened once per process (aclInit, device, stream) because
  * ACL initialisation is process-wide and slow; each case then owns its
- * device buffers, tensors and workspace, and gives every one of them back
- * on every path, in reverse order of acquisition, so a failing case leaves
- * the device as it found it and the next case starts clean.  Device
- * pointers are never dereferenced here: they only travel to ACL calls.
+ * device buffers, tensors, restore_shape int array and workspace (one
+ * run_state), and gives every one of them back on every path, in reverse
+ * order of acquisition, so a failing case leaves the device as it found it
+ * and the next case starts clean.  Device pointers are never dereferenced
+ * here: they only travel to ACL calls.
  *
  * A problem goes through the CPU reference's checks on the host first, and
  * one the reference refuses is BACKEND_BAD_INPUT (exit 2) with its
  * sentence, as on the cpu backend, before anything touches the device: the
  * vendor's host code does not reliably reject bad indices (docs/npu.md),
  * and a problem the reference refuses has no golden output to compare
- * with.  After that, every
- * ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status that says
- * "invalid parameter": the case was accepted by the reference, so a refusal
- * is the device stack's disagreement, not bad input from the user.
+ * with.  A missing entry point of the problem's operator (all but
+ * MoeTokenPermuteGrad's are optional in the loader), or of the int arrays
+ * its restore_shape needs, is a BACKEND_FAILURE named before any device
+ * call too, so the other operators' cases still run.  After that,
+ * every ACL or aclnn failure is BACKEND_FAILURE (exit 3), even a status
+ * that says "invalid parameter": the case was accepted by the reference,
+ * so a refusal is the device stack's disagreement, not bad input from the
+ * user.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -193,6 +198,9 @@ static int device_upload(const acl_api *a, device_tensor *t, const void *host, s
     return BACKEND_OK;
 }
 
+/* moeperm_dtype's values are aclDataType's (include/moeperm/moeperm.h);
+ * spelled out so a dtype added to one side cannot slip through unseen.
+ * The host check has refused every dtype no operator takes. */
 static aclDataType acl_dtype(moeperm_dtype dtype)
 {
     switch (dtype) {
@@ -206,6 +214,7 @@ static aclDataType acl_dtype(moeperm_dtype dtype)
         return ACL_INT32;
     case MOEPERM_INT64:
         return ACL_INT64;
+    case MOEPERM_FLOAT:
     default:
         return ACL_FLOAT;
     }
@@ -293,33 +302,56 @@ static aclnnStatus plan(const acl_api *a, const backend_problem *p, run_state *s
     }
 }
 
+/* Whether p's operator takes restoreShape, and p gives one. */
+static bool passes_restore_shape(const backend_problem *p)
+{
+    return (p->op == MOEPERM_OP_UNPERMUTE || p->op == MOEPERM_OP_UNPERMUTE_GRAD) &&
+           p->restore_shape != NULL && p->restore_shape_len > 0;
+}
+
+/* MoeTokenUnpermuteGrad without probs still needs a probsGradOut: the
+ * vendor's header marks it required and its generated code refuses NULL
+ * (frameworks pass a placeholder too).  The kernel does not write it
+ * without probs; it takes the shape probs_grad would have at top_k 1 and
+ * the tokens' dtype, and never comes back to the host. */
+static bool needs_probs_grad_placeholder(const backend_problem *p)
+{
+    return p->op == MOEPERM_OP_UNPERMUTE_GRAD && !p->outputs[1].present;
+}
+
+static int upload_one(const acl_api *a, device_tensor *t, const backend_tensor *host,
+                      char *err, size_t err_len)
+{
+    t->name = host->name;
+    int rc = device_upload(a, t, host->data, host->bytes, err, err_len);
+    if (rc == BACKEND_OK)
+        rc = describe_tensor(a, t, host, err, err_len);
+    return rc;
+}
+
 static int upload_all(const acl_api *a, const backend_problem *p, run_state *s, char *err,
                       size_t err_len)
 {
     int rc = BACKEND_OK;
-    for (size_t i = 0; rc == BACKEND_OK && i < p->input_count; i++) {
-        if (!p->inputs[i].present)
-            continue;
-        s->in[i].name = p->inputs[i].name;
-        rc = device_upload(a, &s->in[i], p->inputs[i].data, p->inputs[i].bytes, err, err_len);
-        if (rc == BACKEND_OK)
-            rc = describe_tensor(a, &s->in[i], &p->inputs[i], err, err_len);
+    for (size_t i = 0; rc == BACKEND_OK && i < p->input_count; i++)
+        if (p->inputs[i].present)
+            rc = upload_one(a, &s->in[i], &p->inputs[i], err, err_len);
+    for (size_t i = 0; rc == BACKEND_OK && i < p->output_count; i++)
+        if (p->outputs[i].present)
+            rc = upload_one(a, &s->out[i], &p->outputs[i], err, err_len);
+    if (rc == BACKEND_OK && needs_probs_grad_placeholder(p)) {
+        const backend_tensor *grad = &p->inputs[1]; /* unpermuted_tokens_grad [N, H] */
+        backend_tensor placeholder = {
+            .name = "probs_grad placeholder",
+            .dtype = grad->dtype,
+            .ndim = 2,
+            .shape = {grad->shape[0], 1},
+            .bytes = (size_t)grad->shape[0] * moeperm_dtype_size(grad->dtype),
+            .present = true,
+        };
+        rc = upload_one(a, &s->out[1], &placeholder, err, err_len);
     }
-    for (size_t i = 0; rc == BACKEND_OK && i < p->output_count; i++) {
-        if (!p->outputs[i].present)
-            continue;
-        s->out[i].name = p->outputs[i].name;
-        rc = device_upload(a, &s->out[i], p->outputs[i].data, p->outputs[i].bytes, err,
-                           err_len);
-        if (rc == BACKEND_OK)
-            rc = describe_tensor(a, &s->out[i], &p->outputs[i], err, err_len);
-    }
-    if (rc == BACKEND_OK && p->restore_shape != NULL && p->restore_shape_len > 0) {
-        if (a->aclCreateIntArray == NULL || a->aclDestroyIntArray == NULL) {
-            snprintf(err, err_len, "the Ascend runtime has no aclCreateIntArray and "
-                                   "aclDestroyIntArray, which restore_shape needs");
-            return BACKEND_FAILURE;
-        }
+    if (rc == BACKEND_OK && passes_restore_shape(p)) {
         s->restore_shape = a->aclCreateIntArray(p->restore_shape, p->restore_shape_len);
         if (s->restore_shape == NULL) {
             char recent[1024];
@@ -348,6 +380,12 @@ static int npu_run(backend *b, backend_problem *p, char *err, size_t err_len)
         snprintf(err, err_len, "the Ascend runtime has no %s, which %s needs (is the "
                  "operator's library loaded? see MOEPERM_ASCEND_LIBS in docs/npu.md)",
                  ep.plan_present ? ep.run_name : ep.plan_name, moeperm_op_name(p->op));
+        return BACKEND_FAILURE;
+    }
+    if (passes_restore_shape(p) &&
+        (a->aclCreateIntArray == NULL || a->aclDestroyIntArray == NULL)) {
+        snprintf(err, err_len, "the Ascend runtime has no %s, which restore_shape needs",
+                 a->aclCreateIntArray == NULL ? "aclCreateIntArray" : "aclDestroyIntArray");
         return BACKEND_FAILURE;
     }
 

@@ -5,7 +5,8 @@
  *
  * They are two files because the real stack is several libraries and the
  * backend must find each symbol in whichever library has it: the tests
- * load the halves as one library, as two, or one without the other.
+ * load the halves as one library, as two, or one without the other, and
+ * builds that leave out one operator or the int arrays (meson.build).
  *
  * Also the tests' window into the fake: fake_acl_stats() is what a cmocka
  * test reads, through dlsym, to see that every resource came back.
@@ -35,6 +36,14 @@ struct aclTensor {
     void *data; /* a device address */
 };
 
+/* The fake's int array (aclCreateIntArray's copy of the values). */
+#define FAKE_INT_ARRAY_MAGIC 0x1a7a77a1u
+struct aclIntArray {
+    uint32_t magic; /* FAKE_INT_ARRAY_MAGIC while alive */
+    uint64_t size;
+    int64_t values[]; /* size of them */
+};
+
 /* Counters, all since the library was loaded. */
 typedef struct fake_acl_stats {
     long inits, finalizes;
@@ -46,6 +55,9 @@ typedef struct fake_acl_stats {
     long long live_bytes, peak_bytes;
     long tensor_calls; /* every aclCreateTensor call */
     long tensors_created, tensors_destroyed;
+    long int_array_calls; /* every aclCreateIntArray call */
+    long int_arrays_created, int_arrays_destroyed;
+    long int_arrays_planned; /* plans that got a (live) restoreShape */
     long plans; /* GetWorkspaceSize calls */
     long executors_created, executors_run;
     long memcpys; /* every aclrtMemcpy call */
@@ -65,8 +77,10 @@ void fake_acl_misuse(const char *fmt, ...);
 /* Sets what aclGetRecentErrMsg() returns next. */
 void fake_acl_set_error(const char *fmt, ...);
 /* Queues work on a stream; it runs at aclrtSynchronizeStream, as on a
- * device, so a copy that does not wait for the stream reads stale data. */
-int fake_acl_enqueue(aclrtStream stream, void (*fn)(void *), void *arg);
+ * device, so a copy that does not wait for the stream reads stale data.
+ * arg is malloc'd and freed once the work has run or been abandoned;
+ * call names the queueing function in a misuse report. */
+int fake_acl_enqueue(aclrtStream stream, void (*fn)(void *), void *arg, const char *call);
 
 /* An environment variable as a number, or fallback when unset. */
 long fake_acl_env_long(const char *name, long fallback);

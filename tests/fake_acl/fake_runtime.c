@@ -1,7 +1,7 @@
 /*
  * fake_runtime.c - the runtime half of a fake Ascend ACL (aclInit, aclrt*,
- * aclCreateTensor), so the npu backend is built, run and held to account on
- * machines without a device.
+ * aclCreateTensor, aclCreateIntArray), so the npu backend is built, run and
+ * held to account on machines without a device.
  *
  * It is strict where the real runtime is unforgiving and loud where the
  * real one is silent: device addresses are host addresses with high bits
@@ -12,6 +12,9 @@
  * written when the library is unloaded (dlclose or exit) to the file named
  * by FAKE_ACL_REPORT, so a test can check that everything came back.
  *
+ * Built with FAKE_ACL_NO_INT_ARRAY it lacks aclCreateIntArray and
+ * aclDestroyIntArray, as an old libnnopbase might.
+ *
  * Faults on demand, all read at each call (so a test can change them
  * between calls), counted from 1 since the library was loaded:
  *   FAKE_ACL_FAIL_MALLOC=n   the n-th aclrtMalloc call is refused
@@ -19,6 +22,7 @@
  *   FAKE_ACL_FAIL_TENSOR=n   the n-th aclCreateTensor call returns NULL
  *   FAKE_ACL_FAIL_SYNC=n     the n-th aclrtSynchronizeStream fails
  *   FAKE_ACL_FAIL_STREAM=n   the n-th aclrtCreateStream fails
+ *   FAKE_ACL_FAIL_INT_ARRAY=n the n-th aclCreateIntArray call returns NULL
  *   FAKE_ACL_DEVICES=n       devices 0..n-1 exist (default 1)
  * The operator half reads its own (fake_operator.c).  Single-threaded, as
  * the backend is.
@@ -243,9 +247,9 @@ aclError aclrtDestroyStream(aclrtStream stream)
     return ACL_SUCCESS;
 }
 
-int fake_acl_enqueue(aclrtStream stream, void (*fn)(void *), void *arg)
+int fake_acl_enqueue(aclrtStream stream, void (*fn)(void *), void *arg, const char *call)
 {
-    fake_stream *s = as_stream(stream, "aclnnMoeTokenPermuteGrad");
+    fake_stream *s = as_stream(stream, call);
     if (s == NULL || s->queued == FAKE_MAX_QUEUED)
         return -1;
     s->work[s->queued].fn = fn;
@@ -432,6 +436,46 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor)
     return ACLNN_SUCCESS;
 }
 
+#ifndef FAKE_ACL_NO_INT_ARRAY
+aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)
+{
+    if (!check_initialized("aclCreateIntArray"))
+        return NULL;
+    if (++stats.int_array_calls == fake_acl_env_long("FAKE_ACL_FAIL_INT_ARRAY", 0)) {
+        fake_acl_set_error("fake ACL: int array %ld refused (FAKE_ACL_FAIL_INT_ARRAY)",
+                           stats.int_array_calls);
+        return NULL;
+    }
+    if (size > 0 && value == NULL) {
+        fake_acl_set_error("fake ACL: aclCreateIntArray(%p, %llu)", (const void *)value,
+                           (unsigned long long)size);
+        return NULL;
+    }
+    aclIntArray *a = malloc(sizeof *a + (size_t)size * sizeof a->values[0]);
+    if (a == NULL)
+        return NULL;
+    a->magic = FAKE_INT_ARRAY_MAGIC;
+    a->size = size;
+    if (size > 0)
+        memcpy(a->values, value, (size_t)size * sizeof a->values[0]);
+    stats.int_arrays_created++;
+    return a;
+}
+
+aclnnStatus aclDestroyIntArray(const aclIntArray *array)
+{
+    if (array == NULL || array->magic != FAKE_INT_ARRAY_MAGIC) {
+        fake_acl_misuse("aclDestroyIntArray(%p): not a live int array", (const void *)array);
+        return 161001;
+    }
+    aclIntArray *a = (aclIntArray *)array;
+    a->magic = 0;
+    free(a);
+    stats.int_arrays_destroyed++;
+    return ACLNN_SUCCESS;
+}
+#endif
+
 /* Written once per load, so a process that loads the fake twice reports
  * twice; readers add the blocks up. */
 static void write_report(void)
@@ -453,6 +497,8 @@ static void write_report(void)
         ROW(malloc_calls), ROW(mallocs), ROW(frees), ROW(refused_mallocs),
         ROW(live_bytes), ROW(peak_bytes), {"live_allocations", (long long)num_allocs},
         ROW(tensor_calls), ROW(tensors_created), ROW(tensors_destroyed),
+        ROW(int_array_calls), ROW(int_arrays_created), ROW(int_arrays_destroyed),
+        ROW(int_arrays_planned),
         ROW(plans), ROW(executors_created), ROW(executors_run),
         ROW(memcpys), ROW(syncs), ROW(operator_runs), ROW(misuses),
 #undef ROW

@@ -3,14 +3,22 @@
 # column: `moeperm compare` exits 1 and its report names the element.  The
 # position is computed here from the byte offset (element = token*H + col),
 # independently of the comparator.
-# usage: compare_bit_flip.sh MOEPERM CASE_DIR (a bf16 case with T >= 4, H >= 12)
+# usage: compare_bit_flip.sh MOEPERM CASE_DIR (a bf16 MoeTokenPermuteGrad case of
+# either format with T >= 4, H >= 12)
 set -eu
 moeperm=$1
 case_dir=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-hidden=$(sed -n 's/^  "hidden_size": \([0-9]*\),$/\1/p' "$case_dir/case.json")
+# H: format 1 names it; format 2 gives input_grad's shape [T, H].
+hidden=$(sed -n -e 's/^  "hidden_size": \([0-9]*\),$/\1/p' \
+    -e 's/^ *"input_grad": {.*"shape": \[[0-9]*, \([0-9]*\)\].*/\1/p' "$case_dir/case.json" |
+    head -n 1)
+if [ -z "$hidden" ]; then
+    echo "FAIL: no hidden_size in $case_dir/case.json" >&2
+    exit 1
+fi
 token=3
 column=11
 element=$((token * hidden + column))

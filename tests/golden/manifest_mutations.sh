@@ -1,6 +1,7 @@
 #!/bin/sh
-# A case whose manifest lies is refused: `moeperm run` exits 2 with one
-# sentence naming the field and the bad value, and writes no output file.
+# A format-1 case whose manifest lies is refused: `moeperm run` exits 2
+# with one sentence naming the field and the bad value, and writes no
+# output file (format 2 has its own table: manifest_v2_mutations.sh).
 # Each mutation is applied to a fresh copy of a good case, which must
 # itself run (so a broken tool cannot pass by refusing everything).
 # usage: manifest_mutations.sh MOEPERM GOOD_CASE_DIR
@@ -75,8 +76,10 @@ fresh; mutate 's/"hidden_size": 17/"hidden_size": 99999999999999999999/'
 expect_refusal "integer beyond 64 bits" 'hidden_size is 18446744073709551615 or more'
 fresh; mutate 's/"top_k": 2/"top_k": 4294967296/'
 expect_refusal "T*K overflow" 'times top_k 4294967296'
+fresh; mutate 's/"format": "moeperm-golden\/1"/"format": "moeperm-golden\/3"/'
+expect_refusal "unknown format" 'format is "moeperm-golden/3", expected "moeperm-golden/2" or "moeperm-golden/1"'
 fresh; mutate 's/"format": "moeperm-golden\/1"/"format": "moeperm-golden\/2"/'
-expect_refusal "wrong format" 'format is "moeperm-golden/2", expected "moeperm-golden/1"'
+expect_refusal "format 1 keys under the format-2 label" 'attrs is missing'
 fresh; mutate 's/"op": "MoeTokenPermuteGrad"/"op": "MoeTokenPermute"/'
 expect_refusal "wrong op" 'op is "MoeTokenPermute", expected "MoeTokenPermuteGrad"'
 fresh; mutate '/"sorted_indices": {/s/"sha256": "[0-9a-f]*"/"sha256": "0000000000000000000000000000000000000000000000000000000000000000"/'
@@ -98,7 +101,7 @@ expect_refusal "missing field" 'format is missing'
 fresh; printf '{"format": ' >"$tmp/case/case.json"
 expect_refusal "not JSON" 'not valid JSON'
 fresh; printf '\n{}\n' >>"$tmp/case/case.json"
-expect_refusal "a second JSON value after the manifest" 'unexpected text after the JSON object'
+expect_refusal "a second JSON value after the manifest" 'not valid JSON near byte 1038'
 fresh; mutate 's/"padded_mode": false/"padded_mode": true/'
 expect_refusal "padded_mode true (refused by the operator)" 'padded'
 

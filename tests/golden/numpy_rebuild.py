@@ -3,10 +3,15 @@
 
 An independent implementation of the documented PRNG (counter-based
 SplitMix64), the routings, the normal / negzero / bits value kinds and the
-arithmetic of spec section 2 (fp32 accumulator started from slot 0, k-order
-binary32 adds, dropped slots skipped, one RNE narrowing), checked against
-the committed files bit for bit (NaN-aware for input_grad).  If the docs
-and the generator drift apart, this fails.
+arithmetic of MoeTokenPermuteGrad in docs/arithmetic.md (fp32 accumulator
+started from slot 0, k-order binary32 adds, dropped slots skipped, one RNE
+narrowing), checked against the committed files bit for bit (NaN-aware for
+input_grad).  If the docs and the generator drift apart, this fails.
+
+Manifests of both formats are read: format 1 gives tokens_num, top_k,
+hidden_size, num_rows and dtype as keys; format 2 gives top_k as
+attrs.top_k and the rest through the tensors' shapes and dtypes.  Cases of
+the other operators are not rebuilt here.
 
 usage: numpy_rebuild.py GOLDEN_DIR     (exit 77, "skipped", without numpy)
 """
@@ -141,28 +146,58 @@ def is_nan(bits, dtype):
     return (bits & 0x7FFF) > 0x7F80
 
 
+def sizes(manifest):
+    """A MoeTokenPermuteGrad manifest's sizes, seed and tensor files, the
+    same for both formats; None for a case of another operator."""
+    if manifest.get("op") != "MoeTokenPermuteGrad":
+        return None
+    tensors = manifest["tensors"]
+    m = {"seed": manifest["seed"],
+         "files": {name: t["file"] for name, t in tensors.items()}}
+    if manifest["format"] == "moeperm-golden/1":
+        for key in ("tokens_num", "top_k", "hidden_size", "num_rows", "dtype"):
+            m[key] = manifest[key]
+    elif manifest["format"] == "moeperm-golden/2":
+        grad, out = tensors["permuted_output_grad"], tensors["input_grad"]
+        m["tokens_num"], m["hidden_size"] = out["shape"]
+        m["num_rows"] = grad["shape"][0]
+        m["top_k"] = manifest["attrs"]["top_k"]
+        m["dtype"] = out["dtype"]
+        if grad["dtype"] != m["dtype"] or grad["shape"][1] != m["hidden_size"]:
+            raise ValueError("permuted_output_grad is %s %s, input_grad %s %s" % (
+                grad["dtype"], grad["shape"], out["dtype"], out["shape"]))
+        if tensors["sorted_indices"]["shape"] != [m["tokens_num"] * m["top_k"]]:
+            raise ValueError("sorted_indices has shape %s" % tensors["sorted_indices"]["shape"])
+    else:
+        raise ValueError("unknown format %r" % manifest["format"])
+    return m
+
+
 def check(case_dir):
-    m = json.load(open(os.path.join(case_dir, "case.json")))
-    recipe = m.get("recipe")
+    manifest = json.load(open(os.path.join(case_dir, "case.json")))
+    recipe = manifest.get("recipe")
     if not recipe or recipe["values"] not in ("normal", "negzero", "bits"):
+        return None
+    m = sizes(manifest)
+    if m is None:
         return None
     T, K, H, R, dtype = m["tokens_num"], m["top_k"], m["hidden_size"], m["num_rows"], m["dtype"]
     if T * K * H > 4_000_000:
         return None
     raw = np.uint32 if dtype == "float32" else np.uint16
     idx = routing(m, recipe)
-    file_idx = np.fromfile(os.path.join(case_dir, "sorted_indices.bin"), dtype="<i4")
+    file_idx = np.fromfile(os.path.join(case_dir, m["files"]["sorted_indices"]), dtype="<i4")
     if not np.array_equal(idx, file_idx):
         return "sorted_indices differ"
     vals = values(m, recipe)
     grad = np.zeros((R, H), dtype=raw)
     keep = idx < R
     grad[idx[keep]] = vals[keep]
-    file_grad = np.fromfile(os.path.join(case_dir, "permuted_output_grad.bin"), dtype=raw)
+    file_grad = np.fromfile(os.path.join(case_dir, m["files"]["permuted_output_grad"]), dtype=raw)
     if not np.array_equal(grad.reshape(-1), file_grad):
         return "permuted_output_grad differs"
     out = reference(grad.reshape(-1), idx, m).reshape(-1)
-    file_out = np.fromfile(os.path.join(case_dir, "input_grad.bin"), dtype=raw)
+    file_out = np.fromfile(os.path.join(case_dir, m["files"]["input_grad"]), dtype=raw)
     same = (out == file_out) | (is_nan(out, dtype) & is_nan(file_out, dtype))
     if not same.all():
         first = int(np.argmax(~same))

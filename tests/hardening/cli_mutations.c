@@ -1,9 +1,10 @@
 /*
- * cli_mutations.c - seeded mutations of a golden case through the CLI.
+ * cli_mutations.c - seeded mutations of golden cases through the CLI.
  *
  *   cli_mutations MOEPERM [COUNT [FIRST_SEED]]
  *
- * Makes COUNT (default 400) broken copies of a small generated case -
+ * Makes COUNT (default 400) broken copies of small generated cases, one
+ * of each operator taking turns -
  * truncated or NUL-laced manifests, huge, negative, fractional and
  * wrongly typed numbers, deleted or renamed keys, truncated, extended,
  * missing or replaced tensor files, and bad indices or output bits with a
@@ -27,12 +28,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <moeperm/golden.h>
+
 #include "golden/fileio.h"
 
-static const char *const tensor_files[3] = {"permuted_output_grad.bin", "sorted_indices.bin",
-                                            "input_grad.bin"};
-static const char *const tensor_keys[3] = {"permuted_output_grad", "sorted_indices",
-                                           "input_grad"};
+/* A good case the mutations start from, and what they need to know of it
+ * (from its manifest, read by the library). */
+typedef struct base_case {
+    char dir[600];
+    char good_out[600]; /* its outputs, as `moeperm run` wrote them */
+    char files[GOLDEN_MAX_TENSORS][64];
+    char keys[GOLDEN_MAX_TENSORS][64];
+    size_t count;
+    size_t indices; /* the int32 input of row or expert indices */
+} base_case;
 
 typedef struct blob {
     unsigned char *data;
@@ -128,14 +137,17 @@ static size_t scan(const blob *m, token *tokens, size_t max)
 
 /* Rewrites the manifest's sha256 of tensor t to match its (mutated) file,
  * so the change reaches the operator or the comparator. */
-static void fix_sha(blob *m, const char *dir, int t)
+static void fix_sha(blob *m, const char *dir, const base_case *b, size_t t)
 {
-    char path[1024], hex[GOLDEN_SHA256_HEX];
-    snprintf(path, sizeof path, "%s/%s", dir, tensor_files[t]);
+    char path[1024], hex[GOLDEN_SHA256_HEX], quoted[80];
+    snprintf(path, sizeof path, "%s/%s", dir, b->files[t]);
     blob f = slurp(path);
     golden_sha256_hex(f.data, f.size, hex);
     free(f.data);
-    unsigned char *key = memmem(m->data, m->size, tensor_keys[t], strlen(tensor_keys[t]));
+    /* The key as a tensors entry: "probs" alone also starts
+     * "probs_values" in the recipe. */
+    snprintf(quoted, sizeof quoted, "\"%s\": {", b->keys[t]);
+    unsigned char *key = memmem(m->data, m->size, quoted, strlen(quoted));
     unsigned char *sha = key ? memmem(key, m->size - (size_t)(key - m->data), "\"sha256\": \"", 11)
                              : NULL;
     if (sha && (size_t)(sha - m->data) + 11 + 64 <= m->size)
@@ -149,8 +161,9 @@ static const char *const odd_values[] = {
     "[]", "{}", "[1, 2]", "\"\"", "\"bf16\"", "\"float32\"", "\"int32\"", "\"../x.bin\"",
     "\"/dev/zero\"", "\"case.json\"", "\"\\u0000\"", "NaN", "Infinity", "0x10", "01"};
 
-/* One mutation of the case in dir; returns a short description. */
-static const char *mutate(const char *dir, uint64_t seed)
+/* One mutation of the case in dir, a copy of base; returns a short
+ * description. */
+static const char *mutate(const base_case *base, const char *dir, uint64_t seed)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/case.json", dir);
@@ -160,9 +173,9 @@ static const char *mutate(const char *dir, uint64_t seed)
     uint64_t s = seed;
     int kind = (int)(next(&s) % 14);
     const char *what = "?";
-    int t = (int)(next(&s) % 3);
+    size_t t = (size_t)(next(&s) % base->count);
     char tpath[1024];
-    snprintf(tpath, sizeof tpath, "%s/%s", dir, tensor_files[t]);
+    snprintf(tpath, sizeof tpath, "%s/%s", dir, base->files[t]);
 
     switch (kind) {
     case 0: /* truncated manifest */
@@ -215,7 +228,7 @@ static const char *mutate(const char *dir, uint64_t seed)
         spit(tpath, &b);
         free(b.data);
         if (next(&s) % 2)
-            fix_sha(&m, dir, t);
+            fix_sha(&m, dir, base, t);
         what = "truncated tensor";
         break;
     }
@@ -227,7 +240,7 @@ static const char *mutate(const char *dir, uint64_t seed)
         spit(tpath, &b);
         free(b.data);
         if (next(&s) % 2)
-            fix_sha(&m, dir, t);
+            fix_sha(&m, dir, base, t);
         what = "extended tensor";
         break;
     }
@@ -238,12 +251,12 @@ static const char *mutate(const char *dir, uint64_t seed)
         spit(tpath, &b);
         free(b.data);
         if (next(&s) % 4)
-            fix_sha(&m, dir, t);
+            fix_sha(&m, dir, base, t);
         what = "flipped tensor bits";
         break;
     }
     case 9: { /* an index out of range, negative or repeated, sha256 matching */
-        snprintf(tpath, sizeof tpath, "%s/%s", dir, tensor_files[1]);
+        snprintf(tpath, sizeof tpath, "%s/%s", dir, base->files[base->indices]);
         blob b = slurp(tpath);
         size_t n = b.size / 4;
         if (n) {
@@ -258,7 +271,7 @@ static const char *mutate(const char *dir, uint64_t seed)
         }
         spit(tpath, &b);
         free(b.data);
-        fix_sha(&m, dir, 1);
+        fix_sha(&m, dir, base, base->indices);
         what = "bad index";
         break;
     }
@@ -287,14 +300,16 @@ static const char *mutate(const char *dir, uint64_t seed)
         what = "empty manifest";
         break;
     default: { /* a dtype swapped for another known one */
-        static const char *const names[] = {"\"bf16\"", "\"float16\"", "\"float32\"",
-                                            "\"int32\""};
+        static const char *const names[] = {"\"bf16\"",  "\"float16\"", "\"float32\"",
+                                            "\"int32\"", "\"int64\"",   "\"int8\"",
+                                            "\"float64\""};
+        enum { NAMES = sizeof names / sizeof names[0] };
         for (size_t i = 0; i < count; i++) {
-            for (int d = 0; d < 4; d++) {
+            for (int d = 0; d < NAMES; d++) {
                 if (tokens[i].len == strlen(names[d]) &&
                     memcmp(m.data + tokens[i].at, names[d], tokens[i].len) == 0 &&
                     next(&s) % 3 == 0) {
-                    const char *v = names[next(&s) % 4];
+                    const char *v = names[next(&s) % NAMES];
                     replace_bytes(&m, tokens[i].at, tokens[i].len, v, strlen(v));
                     count = scan(&m, tokens, 512);
                     break;
@@ -360,40 +375,67 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 2;
     }
-    char base[600], good_out[600], cmd[4096];
-    snprintf(base, sizeof base, "%s/base", work);
-    snprintf(good_out, sizeof good_out, "%s/good.bin", work);
-    /* Small and with dropped slots, so mutations reach every branch. */
-    char *gen[] = {moeperm, "golden", "--out", work, "--tokens", "6", "--topk", "3",
-                   "--hidden", "5", "--dtype", "bf16", "--rows", "16", "--name", "base", NULL};
-    char err_path[600];
+    char cmd[4096], err_path[600];
     snprintf(err_path, sizeof err_path, "%s/stderr", work);
     char case_dir[600], out_path[600];
     snprintf(case_dir, sizeof case_dir, "%s/m", work);
-    snprintf(out_path, sizeof out_path, "%s/out.bin", work);
+    snprintf(out_path, sizeof out_path, "%s/out", work);
     int failures = 0;
-    if (run(gen, err_path) != 0) {
-        fprintf(stderr, "cannot generate the base case\n");
-        return 2;
-    }
-    char *good[] = {moeperm, "run", base, "--out", good_out, NULL};
-    if (run(good, err_path) != 0) {
-        fprintf(stderr, "the base case does not run\n");
-        return 2;
+    /* Small and with dropped rows, so mutations reach every branch; probs
+     * of another dtype than the tokens, so a swapped dtype can hit either. */
+    static const char *const ops[] = {"permute-grad", "permute", "unpermute", "unpermute-grad"};
+    enum { OPS = sizeof ops / sizeof ops[0] };
+    static base_case bases[OPS];
+    for (size_t o = 0; o < OPS; o++) {
+        base_case *b = &bases[o];
+        char name[32], err[1024];
+        snprintf(name, sizeof name, "base-%s", ops[o]);
+        snprintf(b->dir, sizeof b->dir, "%s/%s", work, name);
+        snprintf(b->good_out, sizeof b->good_out, "%s/good-%s", work, ops[o]);
+        char *gen[24] = {moeperm, "golden", "--out", work, "--op", (char *)ops[o], "--tokens",
+                         "6", "--topk", "3", "--hidden", "5", "--dtype", "bf16", "--name", name,
+                         o == 1 ? "--num-out-tokens" : "--rows", o == 1 ? "-2" : "16"};
+        if (o >= 2) {
+            gen[18] = "--probs-dtype";
+            gen[19] = "float32";
+        }
+        if (run(gen, err_path) != 0) {
+            fprintf(stderr, "cannot generate the %s case\n", ops[o]);
+            return 2;
+        }
+        char *good[] = {moeperm, "run", b->dir, "--out", b->good_out, NULL};
+        if (run(good, err_path) != 0) {
+            fprintf(stderr, "the %s case does not run\n", ops[o]);
+            return 2;
+        }
+        golden_case c;
+        if (golden_case_read(b->dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        b->count = c.tensor_count;
+        for (size_t i = 0; i < c.tensor_count; i++) {
+            snprintf(b->files[i], sizeof b->files[i], "%s", c.tensors[i].file);
+            snprintf(b->keys[i], sizeof b->keys[i], "%s", c.tensors[i].name);
+            if (c.tensors[i].role == GOLDEN_ROLE_INPUT && c.tensors[i].dtype == MOEPERM_INT32)
+                b->indices = i;
+        }
+        golden_case_free(&c);
     }
 
     int by_status[5] = {0};
     for (long i = 0; i < count; i++) {
         uint64_t seed = first + (uint64_t)i;
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", case_dir, base, case_dir);
+        const base_case *b = &bases[seed % OPS];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' && cp -r '%s' '%s'", case_dir, out_path,
+                 b->dir, case_dir);
         if (system(cmd) != 0)
             return 2;
-        unlink(out_path);
-        const char *what = mutate(case_dir, seed);
+        const char *what = mutate(b, case_dir, seed);
         char *runs[3][8] = {
             {moeperm, "run", case_dir, "--out", out_path, NULL},
             {moeperm, "check", case_dir, NULL},
-            {moeperm, "compare", case_dir, good_out, NULL},
+            {moeperm, "compare", case_dir, (char *)b->good_out, NULL},
         };
         for (int r = 0; r < 3; r++) {
             int status = run(runs[r], err_path);
@@ -430,7 +472,7 @@ int main(int argc, char **argv)
      * once ignored, so the case was accepted). */
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && cp -r '%s' '%s' && printf '\\0{x' >> '%s/case.json'", case_dir,
-             base, case_dir, case_dir);
+             bases[0].dir, case_dir, case_dir);
     if (system(cmd) != 0)
         return 2;
     char *nul_run[] = {moeperm, "run", case_dir, "--out", out_path, NULL};

@@ -1,9 +1,8 @@
 /*
- * judge.c - a case's outputs in and out of the tool: buffers for a
- * backend to fill, the paths of output files, and the verdict.  The bits
- * are judged by libmoeperm-golden; this file only loops over outputs.
+ * outputs.c - a case's outputs in and out of the tool: buffers for a
+ * backend to fill, the problem that fills them, the paths of output files.
  */
-#include "judge.h"
+#include "outputs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -115,71 +114,4 @@ char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, co
     bool use_npy = access(bin, F_OK) != 0 && access(npy, F_OK) == 0;
     free(use_npy ? bin : npy);
     return use_npy ? npy : bin;
-}
-
-int judge(const golden_case *c, const case_outputs *actual, const judge_options *options,
-          verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    for (size_t i = 0; i < actual->count; i++) {
-        const golden_tensor *t = actual->like[i];
-        int64_t rows = t->ndim ? t->shape[0] : 1;
-        int64_t cols = 1;
-        for (uint64_t d = 1; d < t->ndim; d++)
-            cols *= t->shape[d];
-        v->expected[i] = t;
-        if (golden_compare(t->dtype, rows, cols, t->data, actual->data[i], options->strict_nan,
-                           &v->result[i]) != 0) {
-            verdict_free(v);
-            return -1;
-        }
-        v->count = i + 1;
-        v->differing += v->result[i].differing;
-    }
-    (void)c;
-    return 0;
-}
-
-void verdict_free(verdict *v)
-{
-    for (size_t i = 0; i < v->count; i++)
-        golden_compare_free(&v->result[i]);
-    memset(v, 0, sizeof *v);
-}
-
-void verdict_report(FILE *f, const verdict *v, const char *indent)
-{
-    for (size_t i = 0; i < v->count; i++) {
-        if (v->result[i].differing == 0)
-            continue;
-        if (v->count > 1)
-            fprintf(f, "%s%s:\n", indent, v->expected[i]->name);
-        char deeper[64];
-        snprintf(deeper, sizeof deeper, "%s%s", indent, v->count > 1 ? "  " : "");
-        golden_compare_report(f, v->expected[i]->dtype, &v->result[i], deeper);
-    }
-}
-
-char *verdict_summary(const verdict *v)
-{
-    char *text = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&text, &size);
-    if (!f)
-        return NULL;
-    bool first = true;
-    for (size_t i = 0; i < v->count; i++) {
-        if (v->result[i].differing == 0)
-            continue;
-        char *line = golden_compare_summary(v->expected[i]->dtype, &v->result[i]);
-        fprintf(f, "%s%s%s%s", first ? "" : "; ", v->count > 1 ? v->expected[i]->name : "",
-                v->count > 1 ? ": " : "", line ? line : "elements differ");
-        free(line);
-        first = false;
-    }
-    if (fclose(f) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
 }

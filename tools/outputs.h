@@ -1,10 +1,11 @@
 /*
- * judge.h - what `run`, `compare` and `check` share: a case's outputs as a
- * backend problem, and the verdict on outputs however they were produced
- * (a backend, or files a harness wrote).
+ * outputs.h - what `run`, `compare` and `check` share: buffers for a
+ * case's outputs, the case as a backend problem writing into them, and
+ * where output files go or come from.  The verdict on the outputs is the
+ * golden library's (golden_judge()).
  */
-#ifndef MOEPERM_TOOLS_JUDGE_H
-#define MOEPERM_TOOLS_JUDGE_H
+#ifndef MOEPERM_TOOLS_OUTPUTS_H
+#define MOEPERM_TOOLS_OUTPUTS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,29 +39,5 @@ void case_problem(const golden_case *c, const case_outputs *o, backend_problem *
  * does not).  malloc'd. */
 char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, const char *path,
                        bool dir);
-
-typedef struct judge_options {
-    bool strict_nan;
-} judge_options;
-
-/* The verdict on one case's outputs. */
-typedef struct verdict {
-    size_t count;
-    const golden_tensor *expected[GOLDEN_MAX_TENSORS];
-    golden_compare_result result[GOLDEN_MAX_TENSORS];
-    uint64_t differing; /* over all outputs */
-} verdict;
-
-/* Compares every output of c (loaded) with actual[i].  Returns 0, or -1
- * when memory runs out. */
-int judge(const golden_case *c, const case_outputs *actual, const judge_options *options,
-          verdict *v);
-void verdict_free(verdict *v);
-
-/* The mismatch report, each line starting with indent (nothing when the
- * outputs are the same); output names are given when c has several. */
-void verdict_report(FILE *f, const verdict *v, const char *indent);
-/* One line for a differing case (malloc'd). */
-char *verdict_summary(const verdict *v);
 
 #endif

@@ -1,0 +1,350 @@
+/*
+ * judge.c - the verdict on a case's outputs, however they were produced:
+ * the bit-for-bit comparison of each output (compare.c), its statistics
+ * (stats.c), the diagnosis of what differs (diagnose.c), and for
+ * MoeTokenUnpermuteGrad's probs_grad, whether a difference is one a
+ * reduction in another order could make.  The tool, the Python package and
+ * any harness get the same verdict, text and JSON from here.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden/diagnose.h"
+#include "golden/internal.h"
+#include "golden/report_json.h"
+#include "golden/stats.h"
+
+typedef struct output_judgement {
+    const golden_tensor *expected;
+    golden_compare_result compare;
+    golden_verdict verdict;
+    golden_stats stats;
+    bool has_stats;
+    bool diagnosed;
+    golden_diagnosis diagnosis;
+} output_judgement;
+
+struct golden_judgement {
+    uint64_t max_ulp;
+    size_t count;
+    output_judgement out[GOLDEN_MAX_TENSORS];
+};
+
+/* ---------------------------------------------------------------------- */
+/* probs_grad: another order, or wrong                                    */
+/* ---------------------------------------------------------------------- */
+
+/* The value of element i of a float tensor, widened (exactly) to double. */
+static double value_at(moeperm_dtype dtype, const void *data, uint64_t i)
+{
+    switch (dtype) {
+    case MOEPERM_FLOAT:
+        return ((const float *)data)[i];
+    case MOEPERM_FLOAT16:
+        return moeperm_fp16_to_float(((const uint16_t *)data)[i]);
+    default:
+        return moeperm_bf16_to_float(((const uint16_t *)data)[i]);
+    }
+}
+
+/* The spacing of the probs dtype at |v| (its ulp), as a double. */
+static double ulp_at(moeperm_dtype dtype, double v)
+{
+    int mantissa = dtype == MOEPERM_FLOAT ? 23 : dtype == MOEPERM_FLOAT16 ? 10 : 7;
+    int min_exp = dtype == MOEPERM_FLOAT16 ? -14 : -126;
+    int e;
+    frexp(fabs(v), &e);
+    e -= 1; /* |v| in [2^e, 2^(e+1)) */
+    if (v == 0 || e < min_exp)
+        e = min_exp;
+    return ldexp(1.0, e - mantissa);
+}
+
+/*
+ * Sums in binary32 of n products, in any order, lie within
+ * (n - 1) * u * sum|p| of the exact sum of the products (u = 2^-24, the
+ * unit roundoff; Higham, "Accuracy and Stability of Numerical Algorithms",
+ * 4.2), and each product is within u of x*g.  So a device that multiplies
+ * as the model does but adds in another order lands within
+ * n * u * sum|x*g| of the exact dot product, plus half an ulp of the probs
+ * dtype for the final narrowing.  A difference inside that bound is
+ * "order"; one outside is "wrong".
+ */
+static void classify_probs_grad(const golden_case *c, const void *actual, output_judgement *o)
+{
+    const golden_tensor *exact = golden_case_tensor_const(c, "probs_grad_exact");
+    const golden_tensor *x = golden_case_tensor_const(c, "permuted_tokens");
+    const golden_tensor *g = golden_case_tensor_const(c, "unpermuted_tokens_grad");
+    const golden_tensor *idx = golden_case_tensor_const(c, "sorted_indices");
+    const golden_tensor *pg = o->expected;
+    if (!exact || !exact->data || !x || !x->data || !g || !g->data || !idx || !idx->data)
+        return;
+    int64_t n = pg->shape[0], k = pg->shape[1], rows = x->shape[0], h = x->shape[1];
+    const double *ex = exact->data;
+    const int32_t *si = idx->data;
+    uint64_t order = 0, wrong = 0, worst_ulp = 0;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t s = 0; s < k; s++) {
+            uint64_t i = (uint64_t)(t * k + s);
+            double got = value_at(pg->dtype, actual, i);
+            double want = value_at(pg->dtype, pg->data, i);
+            if (got == want || (isnan(got) && isnan(want)))
+                continue;
+            double abs_sum = 0;
+            int32_t row = si[i];
+            if (row >= 0 && row < rows)
+                for (int64_t col = 0; col < h; col++) {
+                    float product = (float)value_at(x->dtype, x->data, (uint64_t)(row * h + col)) *
+                                    (float)value_at(g->dtype, g->data, (uint64_t)(t * h + col));
+                    abs_sum += fabs((double)product);
+                }
+            double bound = (double)(h + 1) * ldexp(abs_sum, -24) + 0.5 * ulp_at(pg->dtype, ex[i]);
+            double distance = fabs(got - ex[i]);
+            if (isfinite(distance) && distance <= bound) {
+                order++;
+                uint64_t ulps = (uint64_t)(distance / ulp_at(pg->dtype, ex[i]) + 0.5);
+                worst_ulp = ulps > worst_ulp ? ulps : worst_ulp;
+            } else {
+                wrong++;
+            }
+        }
+    if (order + wrong == 0 || o->diagnosis.count >= GOLDEN_DIAG_MAX_FINDINGS)
+        return;
+    /* This finding leads: it is the question the case asks. */
+    memmove(&o->diagnosis.finding[1], &o->diagnosis.finding[0],
+            o->diagnosis.count * sizeof o->diagnosis.finding[0]);
+    o->diagnosis.count++;
+    golden_finding *f = &o->diagnosis.finding[0];
+    memset(f, 0, sizeof *f);
+    if (wrong == 0) {
+        snprintf(f->id, sizeof f->id, "order");
+        snprintf(f->detail, sizeof f->detail,
+                 "every difference is within the error of some order of the reduction "
+                 "(at most %" PRIu64 " ulp from the exact dot product): the device sums in "
+                 "another order than the model",
+                 worst_ulp);
+        f->explained = order;
+        f->exact = true;
+    } else {
+        snprintf(f->id, sizeof f->id, "wrong");
+        snprintf(f->detail, sizeof f->detail,
+                 "%" PRIu64 " of the %" PRIu64 " differences are farther from the exact dot "
+                 "product than any order of the reduction could make them: a wrong kernel",
+                 wrong, order + wrong);
+        f->explained = wrong;
+        f->contradicted = order;
+    }
+    o->diagnosed = true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The judgement                                                          */
+/* ---------------------------------------------------------------------- */
+
+/* The tensor as the diagnosis takes it. */
+static golden_diag_tensor diag_tensor(const golden_tensor *t)
+{
+    golden_diag_tensor d;
+    memset(&d, 0, sizeof d);
+    d.name = t->name;
+    d.dtype = t->dtype;
+    d.ndim = t->ndim;
+    memcpy(d.dims, t->shape, sizeof d.dims);
+    d.data = t->data;
+    return d;
+}
+
+static int diagnose(const golden_case *c, const void *actual, bool strict_nan,
+                    output_judgement *o, char *err, size_t err_len)
+{
+    golden_diag_tensor inputs[GOLDEN_MAX_TENSORS];
+    size_t n = 0;
+    for (size_t i = 0; i < c->tensor_count; i++)
+        if (c->tensors[i].role == GOLDEN_ROLE_INPUT && c->tensors[i].data)
+            inputs[n++] = diag_tensor(&c->tensors[i]);
+    golden_diag_attr attrs[2] = {{"top_k", c->attrs.top_k},
+                                 {"num_out_tokens", c->attrs.num_out_tokens}};
+    golden_diag_problem p = {moeperm_op_name(c->op), inputs, n, attrs, 2};
+    golden_diag_tensor expected = diag_tensor(o->expected);
+    if (golden_diagnose(&p, &expected, actual, strict_nan, &o->diagnosis, err, err_len) != 0)
+        return -1;
+    o->diagnosed = true;
+    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && strcmp(o->expected->name, "probs_grad") == 0)
+        classify_probs_grad(c, actual, o);
+    return 0;
+}
+
+int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
+                 golden_judgement **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    golden_judgement *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(err, err_len, "out of memory judging %s", c->name ? c->name : "a case");
+        return -1;
+    }
+    j->max_ulp = options->max_ulp;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const golden_tensor *t = &c->tensors[i];
+        if (t->role != GOLDEN_ROLE_OUTPUT)
+            continue;
+        if (!t->data && t->bytes) {
+            snprintf(err, err_len, "%s: the golden %s is not loaded", c->name, t->name);
+            golden_judgement_free(j);
+            return -1;
+        }
+        output_judgement *o = &j->out[j->count++];
+        o->expected = t;
+        const void *got = actual[j->count - 1];
+        int64_t rows = t->ndim ? t->shape[0] : 1, cols = 1;
+        for (uint64_t d = 1; d < t->ndim; d++)
+            cols *= t->shape[d];
+        if (golden_compare(t->dtype, rows, cols, t->data, got, options->strict_nan,
+                           &o->compare) != 0) {
+            snprintf(err, err_len, "out of memory comparing %s", t->name);
+            golden_judgement_free(j);
+            return -1;
+        }
+        o->verdict = golden_compare_verdict(&o->compare, options->max_ulp);
+        o->has_stats = golden_stats_compute(t->dtype, t->data, got,
+                                            golden_tensor_elements(t), &o->stats) == 0;
+        if (o->compare.differing > 0 && options->diagnose &&
+            diagnose(c, got, options->strict_nan, o, err, err_len) != 0) {
+            golden_judgement_free(j);
+            return -1;
+        }
+    }
+    *out = j;
+    return 0;
+}
+
+void golden_judgement_free(golden_judgement *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->count; i++)
+        golden_compare_free(&j->out[i].compare);
+    free(j);
+}
+
+golden_verdict golden_judgement_verdict(const golden_judgement *j)
+{
+    golden_verdict worst = GOLDEN_VERDICT_SAME;
+    for (size_t i = 0; i < j->count; i++)
+        worst = j->out[i].verdict > worst ? j->out[i].verdict : worst;
+    return worst;
+}
+
+size_t golden_judgement_output_count(const golden_judgement *j)
+{
+    return j->count;
+}
+
+const char *golden_judgement_output_name(const golden_judgement *j, size_t i)
+{
+    return i < j->count ? j->out[i].expected->name : NULL;
+}
+
+golden_verdict golden_judgement_output_verdict(const golden_judgement *j, size_t i)
+{
+    return i < j->count ? j->out[i].verdict : GOLDEN_VERDICT_DIFFERENT;
+}
+
+const golden_compare_result *golden_judgement_output_compare(const golden_judgement *j,
+                                                              size_t i)
+{
+    return i < j->count ? &j->out[i].compare : NULL;
+}
+
+size_t golden_judgement_finding_count(const golden_judgement *j, size_t i)
+{
+    return i < j->count && j->out[i].diagnosed ? j->out[i].diagnosis.count : 0;
+}
+
+static const golden_finding *finding(const golden_judgement *j, size_t i, size_t k)
+{
+    return k < golden_judgement_finding_count(j, i) ? &j->out[i].diagnosis.finding[k] : NULL;
+}
+
+const char *golden_judgement_finding_id(const golden_judgement *j, size_t i, size_t k)
+{
+    const golden_finding *f = finding(j, i, k);
+    return f ? f->id : NULL;
+}
+
+const char *golden_judgement_finding_detail(const golden_judgement *j, size_t i, size_t k)
+{
+    const golden_finding *f = finding(j, i, k);
+    return f ? f->detail : NULL;
+}
+
+bool golden_judgement_finding_exact(const golden_judgement *j, size_t i, size_t k)
+{
+    const golden_finding *f = finding(j, i, k);
+    return f && f->exact;
+}
+
+void golden_judgement_report(FILE *f, const golden_judgement *j, const char *indent)
+{
+    for (size_t i = 0; i < j->count; i++) {
+        const output_judgement *o = &j->out[i];
+        if (o->compare.differing == 0)
+            continue;
+        char deeper[64];
+        snprintf(deeper, sizeof deeper, "%s%s", indent, j->count > 1 ? "  " : "");
+        if (j->count > 1)
+            fprintf(f, "%s%s:\n", indent, o->expected->name);
+        if (o->verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE)
+            fprintf(f, "%swithin %" PRIu64 " ulp, not bit-exact\n", deeper, j->max_ulp);
+        if (o->diagnosed)
+            golden_diagnosis_report(f, &o->diagnosis, deeper);
+        golden_compare_report(f, o->expected->dtype, &o->compare, deeper);
+    }
+}
+
+char *golden_judgement_summary(const golden_judgement *j)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f)
+        return NULL;
+    bool first = true;
+    for (size_t i = 0; i < j->count; i++) {
+        const output_judgement *o = &j->out[i];
+        if (o->compare.differing == 0)
+            continue;
+        char *line = golden_compare_summary(o->expected->dtype, &o->compare);
+        fprintf(f, "%s", first ? "" : "; ");
+        if (j->count > 1)
+            fprintf(f, "%s: ", o->expected->name);
+        if (o->verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE)
+            fprintf(f, "within %" PRIu64 " ulp, not bit-exact: ", j->max_ulp);
+        fputs(line ? line : "elements differ", f);
+        if (o->diagnosed && o->diagnosis.count > 0)
+            fprintf(f, "; diagnosis: %s%s", o->diagnosis.finding[0].id,
+                    o->diagnosis.finding[0].exact ? "" : " (partly)");
+        free(line);
+        first = false;
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int golden_json_report_add_judgement(golden_json_report *r, const golden_judgement *j)
+{
+    for (size_t i = 0; i < j->count; i++) {
+        const output_judgement *o = &j->out[i];
+        golden_json_output out = {o->expected->name, o->expected->dtype, &o->compare,
+                                  o->verdict,        o->diagnosed ? &o->diagnosis : NULL,
+                                  o->has_stats ? &o->stats : NULL};
+        if (golden_json_report_add_output(r, &out) != 0)
+            return -1;
+    }
+    return 0;
+}

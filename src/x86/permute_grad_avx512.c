@@ -1,0 +1,223 @@
+/*
+ * x86/permute_grad_avx512.c - the segments and conversions of
+ * permute_grad_template.h in AVX-512 F, BW and VL: thirty-two columns at a
+ * time, as a pair of vectors of sixteen binary32 lanes, and the last
+ * columns of a segment as one masked pair.
+ *
+ * The steps are those of permute_grad_avx2.c at twice the width, tied to
+ * fp.h the same way (vcvtph2ps and vcvtps2ph with immediate 0 for fp16,
+ * integer operations for bf16: vcvtneps2bf16 would flush subnormals, so it
+ * is not used), with mask registers where AVX2 compares into vectors.
+ */
+#include "../kernel.h"
+
+#ifdef MOEPERM_HAVE_X86_PATH
+
+#include <immintrin.h>
+
+#define SUFFIX _avx512
+#define ATTRIBUTES __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+#define vec_t __m512
+#define VL 16
+#define USE_MASKING 1
+#define mask_t __mmask32
+
+#define PRIMITIVE static MOEPERM_FORCE_INLINE ATTRIBUTES
+
+PRIMITIVE __m512 vzero(void)
+{
+    return _mm512_setzero_ps();
+}
+
+/* moeperm_accumulate() as in permute_grad_avx2.c: the accumulator is the
+ * first source, and the asm keeps it there. */
+PRIMITIVE __m512 vaccumulate(__m512 acc, __m512 x)
+{
+    __m512 sum;
+    __asm__("vaddps %2, %1, %0" : "=v"(sum) : "v"(acc), "vm"(x));
+    return sum;
+}
+
+PRIMITIVE __m512 vset1(float p)
+{
+    return _mm512_set1_ps(p);
+}
+
+PRIMITIVE __m512 vset1_lanes(float p, int64_t lanes)
+{
+    return _mm512_maskz_mov_ps((__mmask16)((1u << lanes) - 1u), _mm512_set1_ps(p));
+}
+
+/* x * p with x the first source, as in permute_grad_avx2.c. */
+PRIMITIVE __m512 vscale(__m512 x, __m512 p)
+{
+    __m512 product;
+    __asm__("vmulps %2, %1, %0" : "=v"(product) : "v"(x), "vm"(p));
+    return product;
+}
+
+PRIMITIVE __m512 vloadu(const float *p)
+{
+    return _mm512_loadu_ps(p);
+}
+
+PRIMITIVE void vstoreu(float *p, __m512 v)
+{
+    _mm512_storeu_ps(p, v);
+}
+
+PRIMITIVE void widen_f32(const void *p, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_loadu_ps((const float *)p);
+    *hi = _mm512_loadu_ps((const float *)p + 16);
+}
+
+PRIMITIVE void widen_f16(const void *p, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+    *hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p + 1));
+}
+
+/* The even columns of 32 bf16 in lo, the odd ones in hi, a word at a
+ * time, as permute_grad_avx2.c lays them out. */
+PRIMITIVE void bf16_halves(__m512i h, __m512 *even, __m512 *odd)
+{
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+PRIMITIVE __mmask16 nan_lanes(__m512i bits)
+{
+    return _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                   _mm512_set1_epi32(0x7f800000));
+}
+
+/* fp_bf16_to_float()'s quiet bit for a NaN. */
+PRIMITIVE __m512 quiet_bf16(__m512 value)
+{
+    __m512i bits = _mm512_castps_si512(value);
+    return _mm512_castsi512_ps(
+        _mm512_mask_or_epi32(bits, nan_lanes(bits), bits, _mm512_set1_epi32(0x00400000)));
+}
+
+PRIMITIVE void addend_bf16(const void *p, __m512 *even, __m512 *odd)
+{
+    bf16_halves(_mm512_loadu_si512(p), even, odd);
+}
+
+PRIMITIVE void widen_bf16(const void *p, __m512 *even, __m512 *odd)
+{
+    addend_bf16(p, even, odd);
+    *even = quiet_bf16(*even);
+    *odd = quiet_bf16(*odd);
+}
+
+/* Non-temporal when asked, in the widest form the alignment of p allows;
+ * malloc() gives large buffers only 16-byte alignment. */
+PRIMITIVE void store512(void *p, __m512i v, bool stream)
+{
+    if (stream && ((uintptr_t)p & 63u) == 0) {
+        _mm512_stream_si512((__m512i *)p, v);
+    } else if (stream && ((uintptr_t)p & 31u) == 0) {
+        _mm256_stream_si256((__m256i *)p, _mm512_castsi512_si256(v));
+        _mm256_stream_si256((__m256i *)p + 1, _mm512_extracti64x4_epi64(v, 1));
+    } else if (stream && ((uintptr_t)p & 15u) == 0) {
+        _mm_stream_si128((__m128i *)p, _mm512_castsi512_si128(v));
+        _mm_stream_si128((__m128i *)p + 1, _mm512_extracti32x4_epi32(v, 1));
+        _mm_stream_si128((__m128i *)p + 2, _mm512_extracti32x4_epi32(v, 2));
+        _mm_stream_si128((__m128i *)p + 3, _mm512_extracti32x4_epi32(v, 3));
+    } else {
+        _mm512_storeu_si512(p, v);
+    }
+}
+
+PRIMITIVE void narrow_f32(__m512 lo, __m512 hi, void *p, bool stream)
+{
+    store512(p, _mm512_castps_si512(lo), stream);
+    store512((float *)p + 16, _mm512_castps_si512(hi), stream);
+}
+
+PRIMITIVE __m512i f16_pair(__m512 lo, __m512 hi)
+{
+    __m256i a = _mm512_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT);
+    __m256i b = _mm512_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+PRIMITIVE void narrow_f16(__m512 lo, __m512 hi, void *p, bool stream)
+{
+    store512(p, f16_pair(lo, hi), stream);
+}
+
+/* fp_float_to_bf16() as in permute_grad_avx2.c, with a mask register for
+ * the NaN lanes; the result is left in the upper half of each word. */
+PRIMITIVE __m512i round_bf16(__m512 value)
+{
+    __m512i bits = _mm512_castps_si512(value);
+    __m512i lowest = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    __m512i rounded =
+        _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lowest));
+    return _mm512_mask_or_epi32(rounded, nan_lanes(bits), bits, _mm512_set1_epi32(0x00400000));
+}
+
+/* Undoes bf16_halves(). */
+PRIMITIVE __m512i bf16_pair(__m512 even, __m512 odd)
+{
+    __m512i low = _mm512_srli_epi32(round_bf16(even), 16);
+    __m512i high = _mm512_and_si512(round_bf16(odd), _mm512_set1_epi32((int)0xffff0000u));
+    return _mm512_or_si512(low, high);
+}
+
+PRIMITIVE void narrow_bf16(__m512 even, __m512 odd, void *p, bool stream)
+{
+    store512(p, bf16_pair(even, odd), stream);
+}
+
+/* The masked forms: the lanes outside the mask load as zero, are never
+ * stored, and do not fault. */
+PRIMITIVE void widen_masked_f32(const void *p, __mmask32 mask, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_maskz_loadu_ps((__mmask16)mask, p);
+    *hi = _mm512_maskz_loadu_ps((__mmask16)(mask >> 16), (const float *)p + 16);
+}
+
+PRIMITIVE void widen_masked_f16(const void *p, __mmask32 mask, __m512 *lo, __m512 *hi)
+{
+    *lo = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)mask, p));
+    *hi = _mm512_cvtph_ps(
+        _mm256_maskz_loadu_epi16((__mmask16)(mask >> 16), (const uint16_t *)p + 16));
+}
+
+PRIMITIVE void addend_masked_bf16(const void *p, __mmask32 mask, __m512 *even, __m512 *odd)
+{
+    bf16_halves(_mm512_maskz_loadu_epi16(mask, p), even, odd);
+}
+
+PRIMITIVE void widen_masked_bf16(const void *p, __mmask32 mask, __m512 *even, __m512 *odd)
+{
+    addend_masked_bf16(p, mask, even, odd);
+    *even = quiet_bf16(*even);
+    *odd = quiet_bf16(*odd);
+}
+
+PRIMITIVE void narrow_masked_f32(__m512 lo, __m512 hi, void *p, __mmask32 mask)
+{
+    _mm512_mask_storeu_ps(p, (__mmask16)mask, lo);
+    _mm512_mask_storeu_ps((float *)p + 16, (__mmask16)(mask >> 16), hi);
+}
+
+PRIMITIVE void narrow_masked_f16(__m512 lo, __m512 hi, void *p, __mmask32 mask)
+{
+    _mm512_mask_storeu_epi16(p, mask, f16_pair(lo, hi));
+}
+
+PRIMITIVE void narrow_masked_bf16(__m512 even, __m512 odd, void *p, __mmask32 mask)
+{
+    _mm512_mask_storeu_epi16(p, mask, bf16_pair(even, odd));
+}
+
+#undef PRIMITIVE
+
+#include "permute_grad_template.h"
+
+#endif

@@ -1,0 +1,41 @@
+#!/bin/sh
+# The layers point one way (README, "Layout"): each directory includes
+# only the headers of the layers below it.  A forbidden include fails the
+# test with the file and the line.
+#   includes.sh SOURCE_ROOT
+set -eu
+root=$1
+failures=0
+
+# forbid DIR PATTERN WHY: no #include line in DIR's C files matches PATTERN
+forbid() {
+    dir=$1 pattern=$2 why=$3
+    hits=$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]($pattern)" "$root/$dir" \
+        --include='*.c' --include='*.h' || true)
+    if [ -n "$hits" ]; then
+        echo "FAIL $dir: $why:" >&2
+        echo "$hits" >&2
+        failures=$((failures + 1))
+    else
+        echo "ok   $dir: $why"
+    fi
+}
+
+# libmoeperm: libc, OpenMP and its own files; nothing of golden, backends, tools
+forbid src/x86 'golden|backend|npu|json|nettle' "the kernels include nothing from the layers above"
+for f in "$root"/src/*.c "$root"/src/*.h; do
+    if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](golden|backend|npu|json-c|nettle|moeperm/golden)' "$f"; then
+        echo "FAIL $f includes a layer above libmoeperm" >&2
+        failures=$((failures + 1))
+    fi
+done
+# backends: libmoeperm's public header and their own interface
+forbid src/backend 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.h' "backends know no golden data and no library internals"
+forbid src/npu 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.h' "the npu backend knows no golden data and no library internals"
+# golden: libmoeperm's public header only (and its own files)
+forbid src/golden '\.\./internal\.h|kernel\.h|fp\.h|backend|npu' "the golden library uses libmoeperm's public API only"
+# tools: public headers and the backend interface
+forbid tools 'internal\.h|kernel\.h|fp\.h|golden/|npu/|x86/' "the tool uses public headers and backend.h only"
+forbid examples 'internal\.h|kernel\.h|fp\.h|golden/|backend|npu' "the examples use the public headers only"
+
+[ "$failures" -eq 0 ] || exit 1

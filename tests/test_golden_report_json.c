@@ -1,0 +1,270 @@
+/*
+ * The JSON report parses back (strict JSON, valid UTF-8 even for a case
+ * named with odd bytes) with every key docs/judging.md lists, per-case
+ * verdicts that follow the outputs and the errors, counts equal to the
+ * comparator's, and a summary that adds up.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "golden/report_json.h"
+
+enum { T = 16, H = 24 };
+
+static json_object *parse_strict(const char *s)
+{
+    json_tokener *tok = json_tokener_new();
+    assert_non_null(tok);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *doc = json_tokener_parse_ex(tok, s, (int)strlen(s));
+    if (!doc || json_tokener_get_error(tok) != json_tokener_success)
+        fail_msg("not strict JSON: %s", json_tokener_error_desc(json_tokener_get_error(tok)));
+    json_tokener_free(tok);
+    return doc;
+}
+
+static json_object *key(json_object *obj, const char *name)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(obj, name, &v))
+        fail_msg("no key \"%s\"", name);
+    return v;
+}
+
+static int64_t int_at(json_object *obj, const char *name)
+{
+    json_object *v = key(obj, name);
+    assert_true(json_object_is_type(v, json_type_int));
+    return json_object_get_int64(v);
+}
+
+static const char *string_at(json_object *obj, const char *name)
+{
+    json_object *v = key(obj, name);
+    assert_true(json_object_is_type(v, json_type_string));
+    return json_object_get_string(v);
+}
+
+static void fill(uint16_t *v, uint16_t base)
+{
+    for (int i = 0; i < T * H; i++)
+        v[i] = (uint16_t)(base + i % 97);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    assert_true(n > 0);
+    return buf;
+}
+
+static void test_document_parses_back_with_every_key_and_counts(void **state)
+{
+    (void)state;
+    static uint16_t expected[T * H], different[T * H], near[T * H];
+    fill(expected, 0x3f80);
+    memcpy(different, expected, sizeof expected);
+    memcpy(near, expected, sizeof expected);
+    for (int t = 4; t < 8; t++)
+        memset(different + t * H, 0, H * sizeof(uint16_t)); /* tokens 4-7 left as zeros */
+    near[5] ^= 1;                                           /* 1 ulp */
+
+    golden_compare_result same_r, diff_r, close_r;
+    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, expected, false, &same_r), 0);
+    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, different, false, &diff_r), 0);
+    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, near, false, &close_r), 0);
+    golden_stats diff_s, same_s;
+    golden_stats_compute(MOEPERM_BF16, expected, different, T * H, &diff_s);
+    golden_stats_compute(MOEPERM_BF16, expected, expected, T * H, &same_s);
+    golden_diag_tensor out = {"input_grad", MOEPERM_BF16, 2, {T, H}, expected};
+    golden_diagnosis diag;
+    char err[512];
+    assert_int_equal(golden_diagnose(NULL, &out, different, false, &diag, err, sizeof err), 0);
+    assert_true(diag.count > 0);
+
+    golden_json_report *r = golden_json_report_new();
+    assert_non_null(r);
+    /* same */
+    assert_int_equal(golden_json_report_add_case(r, "suite/same", "MoeTokenPermuteGrad"), 0);
+    golden_json_output o = {"input_grad",        MOEPERM_BF16, &same_r,
+                            GOLDEN_VERDICT_SAME, NULL,         &same_s};
+    assert_int_equal(golden_json_report_add_output(r, &o), 0);
+    /* different, with a diagnosis */
+    assert_int_equal(golden_json_report_add_case(r, "suite/diff\xff", "MoeTokenPermuteGrad"), 0);
+    o = (golden_json_output){
+        "input_grad", MOEPERM_BF16, &diff_r, golden_compare_verdict(&diff_r, 1), &diag, &diff_s};
+    assert_int_equal(golden_json_report_add_output(r, &o), 0);
+    /* within tolerance */
+    assert_int_equal(golden_json_report_add_case(r, "suite/close", "MoeTokenPermuteGrad"), 0);
+    o = (golden_json_output){
+        "input_grad", MOEPERM_BF16, &close_r, golden_compare_verdict(&close_r, 1), NULL, NULL};
+    assert_int_equal(golden_json_report_add_output(r, &o), 0);
+    /* an error, before anything was compared */
+    assert_int_equal(golden_json_report_add_case(r, "suite/broken", NULL), 0);
+    assert_int_equal(golden_json_report_set_error(r, "outputs/suite/broken/input_grad.bin is "
+                                                     "missing"),
+                     0);
+
+    char path[] = "/tmp/moeperm-test-report-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(golden_json_report_write_path(r, path, err, sizeof err), 0);
+    char *textual = slurp(path);
+    unlink(path);
+    json_object *doc = parse_strict(textual);
+
+    assert_string_equal(string_at(doc, "format"), GOLDEN_REPORT_FORMAT);
+    json_object *summary = key(doc, "summary");
+    assert_int_equal(int_at(summary, "cases"), 4);
+    assert_int_equal(int_at(summary, "same"), 1);
+    assert_int_equal(int_at(summary, "within_tolerance"), 1);
+    assert_int_equal(int_at(summary, "different"), 1);
+    assert_int_equal(int_at(summary, "error"), 1);
+
+    json_object *cases = key(doc, "cases");
+    assert_int_equal(json_object_array_length(cases), 4);
+    static const char *const verdicts[] = {"same", "different", "within-tolerance", "error"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(string_at(json_object_array_get_idx(cases, i), "verdict"), verdicts[i]);
+
+    json_object *c1 = json_object_array_get_idx(cases, 1);
+    assert_string_equal(string_at(c1, "case"), "suite/diff\\xff");
+    assert_string_equal(string_at(c1, "op"), "MoeTokenPermuteGrad");
+    json_object *g = key(key(c1, "outputs"), "input_grad");
+    assert_string_equal(string_at(g, "dtype"), "bf16");
+    assert_string_equal(string_at(g, "verdict"), "different");
+    assert_int_equal(int_at(g, "elements"), T * H);
+    assert_int_equal(int_at(g, "differ"), diff_r.differing);
+    assert_int_equal(int_at(g, "nan_mismatch"), 0);
+    assert_int_equal(int_at(g, "max_ulp"), diff_r.max_ulp);
+    json_object *first = key(g, "first");
+    assert_int_equal(json_object_array_length(first), diff_r.first_count);
+    json_object *f0 = json_object_array_get_idx(first, 0);
+    assert_int_equal(json_object_get_int(json_object_array_get_idx(key(f0, "index"), 0)), 4);
+    assert_int_equal(json_object_get_int(json_object_array_get_idx(key(f0, "index"), 1)), 0);
+    char bits[8];
+    snprintf(bits, sizeof bits, "0x%04x", expected[4 * H]);
+    assert_string_equal(string_at(f0, "expected"), bits);
+    assert_string_equal(string_at(f0, "actual"), "0x0000");
+    assert_true(json_object_get_double(key(f0, "actual_value")) == 0.0);
+    json_object *ranges = key(g, "ranges");
+    assert_string_equal(string_at(ranges, "text"), diff_r.where);
+    assert_string_equal(diff_r.where, "tokens 4-7: all columns");
+    json_object *g0 = json_object_array_get_idx(key(ranges, "groups"), 0);
+    assert_string_equal(string_at(g0, "columns"), "all");
+    assert_int_equal(int_at(g0, "row_count"), 4);
+    assert_int_equal(int_at(g0, "rows_listed"), 4);
+    assert_int_equal(int_at(g0, "elements"), 4 * H);
+    assert_int_equal(int_at(g0, "column_first"), 0);
+    assert_int_equal(int_at(g0, "column_last"), H - 1);
+    assert_int_equal(json_object_array_length(key(g0, "column_ranges")), 0);
+    json_object *span = json_object_array_get_idx(key(g0, "rows"), 0);
+    assert_int_equal(int_at(span, "first"), 4);
+    assert_int_equal(int_at(span, "last"), 7);
+    assert_int_equal(int_at(span, "step"), 1);
+    assert_int_equal(int_at(ranges, "rows_elsewhere"), 0);
+    json_object *dg = key(g, "diagnosis");
+    assert_int_equal(json_object_array_length(dg), diag.count);
+    json_object *d0 = json_object_array_get_idx(dg, 0);
+    assert_string_equal(string_at(d0, "id"), "unwritten");
+    assert_string_equal(string_at(d0, "detail"), diag.finding[0].detail);
+    assert_int_equal(int_at(d0, "explained"), diff_r.differing);
+    assert_int_equal(int_at(d0, "contradicted"), 0);
+    assert_true(json_object_get_boolean(key(d0, "exact")));
+    json_object *st = key(g, "stats");
+    assert_int_equal(int_at(st, "finite"), T * H);
+    assert_true(json_object_get_double(key(st, "max_abs_error")) == diff_s.max_abs_error);
+    assert_true(json_object_get_double(key(st, "rmse")) == diff_s.rmse);
+    (void)key(st, "max_rel_error");
+    (void)key(st, "cosine");
+    (void)key(st, "mare");
+    (void)key(st, "mere");
+
+    /* the same case: no ranges, an empty diagnosis, exact statistics */
+    json_object *s0 = key(key(json_object_array_get_idx(cases, 0), "outputs"), "input_grad");
+    assert_true(json_object_is_type(key(s0, "ranges"), json_type_null));
+    assert_int_equal(json_object_array_length(key(s0, "diagnosis")), 0);
+    assert_int_equal(json_object_array_length(key(s0, "first")), 0);
+    assert_true(json_object_get_double(key(key(s0, "stats"), "cosine")) == 1.0);
+    /* no statistics asked for: null */
+    json_object *w0 = key(key(json_object_array_get_idx(cases, 2), "outputs"), "input_grad");
+    assert_true(json_object_is_type(key(w0, "stats"), json_type_null));
+    assert_int_equal(int_at(w0, "max_ulp"), 1);
+    /* the error */
+    json_object *e = json_object_array_get_idx(cases, 3);
+    assert_string_equal(string_at(e, "error"), "outputs/suite/broken/input_grad.bin is missing");
+    assert_true(json_object_is_type(key(e, "op"), json_type_null));
+    assert_int_equal(json_object_object_length(key(e, "outputs")), 0);
+
+    json_object_put(doc);
+    free(textual);
+    golden_json_report_free(r);
+    golden_compare_free(&same_r);
+    golden_compare_free(&diff_r);
+    golden_compare_free(&close_r);
+}
+
+static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
+{
+    (void)state;
+    float e[4] = {0, 0, NAN, 1}, a[4] = {0, 0, 1, 1};
+    golden_compare_result r;
+    assert_int_equal(golden_compare(MOEPERM_FLOAT, 1, 4, e, a, false, &r), 0);
+    golden_stats s;
+    golden_stats_compute(MOEPERM_FLOAT, e, e, 2, &s); /* zeros: max_rel_error is NaN */
+    golden_json_report *j = golden_json_report_new();
+    assert_non_null(j);
+    assert_int_equal(golden_json_report_add_case(j, "c", "op"), 0);
+    golden_json_output o = {"y", MOEPERM_FLOAT, &r, golden_compare_verdict(&r, 0), NULL, &s};
+    assert_int_equal(golden_json_report_add_output(j, &o), 0);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    char err[256];
+    assert_int_equal(golden_json_report_write(j, f, err, sizeof err), 0);
+    rewind(f);
+    char buf[1 << 16] = {0};
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    json_object *doc = parse_strict(buf);
+    json_object *y = key(key(json_object_array_get_idx(key(doc, "cases"), 0), "outputs"), "y");
+    assert_string_equal(string_at(y, "verdict"), "different");
+    json_object *f0 = json_object_array_get_idx(key(y, "first"), 0);
+    assert_string_equal(string_at(f0, "expected"), "0x7fc00000");
+    assert_true(json_object_is_type(key(f0, "expected_value"), json_type_null));
+    assert_true(json_object_is_type(key(key(y, "stats"), "max_rel_error"), json_type_null));
+    json_object_put(doc);
+    golden_json_report_free(j);
+    golden_compare_free(&r);
+
+    /* nothing open: refused */
+    j = golden_json_report_new();
+    assert_int_equal(golden_json_report_set_error(j, "x"), -1);
+    assert_int_equal(golden_json_report_add_output(j, &o), -1);
+    golden_json_report_free(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_document_parses_back_with_every_key_and_counts),
+        cmocka_unit_test(test_unrepresentable_numbers_are_null_and_streams_work),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,302 @@
+/*
+ * cmd_make_case.c - `moeperm make-case`: a golden case from a user's own
+ * tensors (captured from a failing training step, say): the inputs as
+ * given, raw or .npy, plus the operator's attributes; the outputs computed
+ * by the reference; sha256s and a manifest written around them.  Inputs
+ * the operator refuses are refused with the library's sentence, and
+ * nothing is written.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: moeperm make-case --out DIR --op OP --name NAME\n"
+            "                         --input NAME=FILE[:DTYPE:SHAPE] ... [options]\n"
+            "  write the case DIR/NAME from your own input tensors: the manifest, the\n"
+            "  inputs, and the outputs the reference computes from them\n"
+            "  --op OP           MoeTokenPermuteGrad, MoeTokenPermute, MoeTokenUnpermute,\n"
+            "                    MoeTokenUnpermuteGrad (or permute-grad, permute, ...)\n"
+            "  --input NAME=FILE one input tensor of the operator (repeat for each):\n"
+            "                    a .npy file (shape and dtype from its header; add\n"
+            "                    :DTYPE to read '<u2' as bf16 or to insist on one), or a raw\n"
+            "                    file with :DTYPE:SHAPE, e.g. sorted_indices=si.bin:int32:4096\n"
+            "                    or probs=p.bin:bf16:512x8\n"
+            "  --top-k K         MoeTokenPermuteGrad's num_topk\n"
+            "  --num-out-tokens N  MoeTokenPermute's num_out_tokens (default 0: all)\n"
+            "  --restore-shape A,B  MoeTokenUnpermute(Grad)'s restore_shape (recorded; the\n"
+            "                    operators ignore it)\n"
+            "  --ub-bytes N --vector-cores N  MoeTokenUnpermuteGrad's chip (default the\n"
+            "                    Atlas A2: %lld bytes, %lld cores)\n"
+            "  --description TEXT  one line: what the case is (default: where it came from)\n"
+            "  --force           replace an existing case (only a case)\n"
+            "inputs by operator:\n"
+            "  MoeTokenPermuteGrad    permuted_output_grad, sorted_indices\n"
+            "  MoeTokenPermute        tokens, indices\n"
+            "  MoeTokenUnpermute      permuted_tokens, sorted_indices [, probs]\n"
+            "  MoeTokenUnpermuteGrad  permuted_tokens, unpermuted_tokens_grad,\n"
+            "                         sorted_indices [, probs]\n",
+            (long long)MOEPERM_CHIP_A2_UB_BYTES, (long long)MOEPERM_CHIP_A2_VECTOR_CORES);
+}
+
+/* Parses "64x7168", "64,7168" or "4096" into dims. */
+static bool parse_shape(const char *text, int64_t *dims, uint64_t *ndim)
+{
+    *ndim = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9' || *ndim == MOEPERM_MAX_DIMS)
+            return false;
+        long long v = strtoll(p, &end, 10);
+        if (v < 0 || v > GOLDEN_MAX_DIM)
+            return false;
+        dims[(*ndim)++] = v;
+        if (*end == 'x' || *end == ',')
+            end++;
+        else if (*end != '\0')
+            return false;
+        p = end;
+    }
+    return *ndim > 0;
+}
+
+/* One --input: "NAME=FILE[:DTYPE[:SHAPE]]" read into the next tensor of
+ * c.  A file name holding ':' is read whole when it names a file. */
+static bool add_input(golden_case *c, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        fprintf(stderr, "moeperm make-case: --input is \"%s\", expected NAME=FILE\n", arg);
+        return false;
+    }
+    size_t count;
+    const golden_slot *slots = golden_op_slots(c->op, &count);
+    const golden_slot *slot = NULL;
+    for (size_t i = 0; i < count; i++)
+        if (slots[i].role == GOLDEN_ROLE_INPUT && strlen(slots[i].name) == (size_t)(eq - arg) &&
+            strncmp(slots[i].name, arg, (size_t)(eq - arg)) == 0)
+            slot = &slots[i];
+    if (!slot) {
+        fprintf(stderr, "moeperm make-case: --input %.*s: %s has no input of that name (see "
+                        "--help)\n", (int)(eq - arg), arg, moeperm_op_name(c->op));
+        return false;
+    }
+    if (golden_case_tensor(c, slot->name)) {
+        fprintf(stderr, "moeperm make-case: --input %s is given twice\n", slot->name);
+        return false;
+    }
+    if (c->tensor_count == GOLDEN_MAX_TENSORS)
+        return false;
+    char *path = strdup(eq + 1);
+    if (!path)
+        return false;
+    int dtype = -1;
+    int64_t dims[MOEPERM_MAX_DIMS];
+    uint64_t ndim = 0;
+    char *colon = strchr(path, ':');
+    if (colon) {
+        *colon = '\0';
+        char *dtype_text = colon + 1, *shape_text = strchr(dtype_text, ':');
+        if (shape_text)
+            *shape_text++ = '\0';
+        moeperm_dtype d;
+        if (!golden_dtype_parse(dtype_text, &d)) {
+            fprintf(stderr, "moeperm make-case: --input %s: dtype \"%s\" is not one of "
+                            "float32 (fp32), float16 (fp16), bf16 (bfloat16), int8, int32, "
+                            "int64\n", slot->name, dtype_text);
+            free(path);
+            return false;
+        }
+        dtype = (int)d;
+        if (shape_text && !parse_shape(shape_text, dims, &ndim)) {
+            fprintf(stderr, "moeperm make-case: --input %s: shape \"%s\" is not like 64x7168\n",
+                    slot->name, shape_text);
+            free(path);
+            return false;
+        }
+    }
+    golden_tensor *t = &c->tensors[c->tensor_count];
+    memset(t, 0, sizeof *t);
+    char err[1024];
+    if (golden_tensor_from_file(path, dtype, dims, ndim, t, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm make-case: --input %s: %s\n", slot->name, err);
+        free(path);
+        return false;
+    }
+    free(path);
+    t->name = slot->name;
+    t->role = GOLDEN_ROLE_INPUT;
+    t->file = cli_format("%s.bin", slot->name);
+    c->tensor_count++;
+    return t->file != NULL;
+}
+
+int cmd_make_case(int argc, char **argv)
+{
+    enum { O_OUT = 256, O_OP, O_INPUT, O_TOPK, O_NUM_OUT, O_RESTORE, O_UB, O_CORES, O_NAME,
+           O_DESCRIPTION, O_FORCE, O_HELP };
+    static const struct option options[] = {
+        {"out", required_argument, NULL, O_OUT},
+        {"op", required_argument, NULL, O_OP},
+        {"input", required_argument, NULL, O_INPUT},
+        {"top-k", required_argument, NULL, O_TOPK},
+        {"topk", required_argument, NULL, O_TOPK},
+        {"num-out-tokens", required_argument, NULL, O_NUM_OUT},
+        {"restore-shape", required_argument, NULL, O_RESTORE},
+        {"ub-bytes", required_argument, NULL, O_UB},
+        {"vector-cores", required_argument, NULL, O_CORES},
+        {"name", required_argument, NULL, O_NAME},
+        {"description", required_argument, NULL, O_DESCRIPTION},
+        {"force", no_argument, NULL, O_FORCE},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *name = NULL, *description = NULL;
+    const char *inputs[GOLDEN_MAX_TENSORS];
+    size_t input_count = 0;
+    bool force = false;
+    golden_case c;
+    memset(&c, 0, sizeof c);
+    c.format_version = 2;
+    int opt, rc = EXIT_BAD_INPUT;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case O_OUT:
+            out = optarg;
+            break;
+        case O_OP:
+            if (!(c.op = cli_op(optarg))) {
+                fprintf(stderr, "moeperm make-case: --op is \"%s\", expected MoeTokenPermuteGrad, "
+                                "MoeTokenPermute, MoeTokenUnpermute or MoeTokenUnpermuteGrad\n",
+                        optarg);
+                ok = false;
+            }
+            break;
+        case O_INPUT:
+            if (input_count == GOLDEN_MAX_TENSORS) {
+                fprintf(stderr, "moeperm make-case: too many --input\n");
+                ok = false;
+            } else {
+                inputs[input_count++] = optarg;
+            }
+            break;
+        case O_TOPK:
+            ok = cli_int64("make-case", "--top-k", optarg, 1, MOEPERM_MAX_TOP_K, &c.attrs.top_k);
+            break;
+        case O_NUM_OUT:
+            ok = cli_int64("make-case", "--num-out-tokens", optarg, -GOLDEN_MAX_DIM,
+                           GOLDEN_MAX_DIM, &c.attrs.num_out_tokens);
+            break;
+        case O_RESTORE:
+            if (!parse_shape(optarg, c.attrs.restore_shape, &c.attrs.restore_shape_len)) {
+                fprintf(stderr, "moeperm make-case: --restore-shape is \"%s\", expected "
+                                "integers like 64,7168\n", optarg);
+                ok = false;
+            }
+            break;
+        case O_UB:
+            ok = cli_int64("make-case", "--ub-bytes", optarg, 1, INT32_MAX, &c.attrs.ub_bytes);
+            break;
+        case O_CORES:
+            ok = cli_int64("make-case", "--vector-cores", optarg, 1, 65536,
+                           &c.attrs.vector_cores);
+            break;
+        case O_NAME:
+            name = optarg;
+            break;
+        case O_DESCRIPTION:
+            description = optarg;
+            break;
+        case O_FORCE:
+            force = true;
+            break;
+        case O_HELP:
+        case 'h':
+            usage(stdout);
+            return EXIT_OK;
+        default:
+            usage(stderr);
+            return EXIT_BAD_INPUT;
+        }
+        if (!ok)
+            return EXIT_BAD_INPUT;
+    }
+    const char *missing = optind < argc ? NULL
+                          : !out       ? "--out DIR"
+                          : !c.op      ? "--op OP"
+                          : !name      ? "--name NAME"
+                          : !input_count ? "--input NAME=FILE"
+                                         : NULL;
+    if (optind < argc || missing) {
+        if (optind < argc)
+            fprintf(stderr, "moeperm make-case: unexpected argument \"%s\"\n", argv[optind]);
+        else
+            fprintf(stderr, "moeperm make-case: missing %s\n", missing);
+        usage(stderr);
+        return EXIT_BAD_INPUT;
+    }
+    if (name[0] == '\0' || name[0] == '.' || strchr(name, '/')) {
+        fprintf(stderr, "moeperm make-case: --name \"%s\" is not a plain directory name\n", name);
+        return EXIT_BAD_INPUT;
+    }
+    if (c.op == MOEPERM_OP_PERMUTE_GRAD && c.attrs.top_k == 0) {
+        fprintf(stderr, "moeperm make-case: MoeTokenPermuteGrad needs --top-k K\n");
+        return EXIT_BAD_INPUT;
+    }
+    char err[1024];
+    /* The inputs in the operator's argument order, whatever the order of
+     * the options. */
+    size_t count;
+    const golden_slot *slots = golden_op_slots(c.op, &count);
+    for (size_t s = 0; s < count; s++)
+        for (size_t i = 0; i < input_count; i++) {
+            size_t len = strlen(slots[s].name);
+            if (strncmp(inputs[i], slots[s].name, len) == 0 && inputs[i][len] == '=' &&
+                !add_input(&c, inputs[i]))
+                goto done;
+        }
+    for (size_t i = 0; i < input_count; i++) {
+        const char *eq = strchr(inputs[i], '=');
+        bool placed = false;
+        for (size_t t = 0; eq && t < c.tensor_count; t++)
+            placed = placed || (strlen(c.tensors[t].name) == (size_t)(eq - inputs[i]) &&
+                                strncmp(c.tensors[t].name, inputs[i], (size_t)(eq - inputs[i])) ==
+                                    0);
+        if (!placed && !add_input(&c, inputs[i]))
+            goto done; /* names the unknown input */
+    }
+    c.name = cli_format("%s", name);
+    c.description = cli_format("%s", description ? description : "made from the user's tensors");
+    c.generator = cli_format("moeperm %s make-case", moeperm_version());
+    if (!c.name || !c.description || !c.generator) {
+        fprintf(stderr, "moeperm make-case: out of memory\n");
+        rc = EXIT_BACKEND;
+        goto done;
+    }
+    if (golden_case_finish(&c, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm make-case: %s\n", err);
+        goto done;
+    }
+    char *path = cli_format("%s/%s", out, name);
+    int written = path ? golden_case_write(path, &c, force, err, sizeof err) : -1;
+    if (written < 0)
+        fprintf(stderr, "moeperm make-case: %s\n", path ? err : "out of memory");
+    else if (written > 0)
+        fprintf(stderr, "moeperm make-case: %s\n", err);
+    else
+        printf("moeperm make-case: wrote %s\n", path);
+    rc = written == 0 ? EXIT_OK : EXIT_BAD_INPUT;
+    free(path);
+done:
+    golden_case_free(&c);
+    return rc;
+}
