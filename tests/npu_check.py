@@ -494,6 +494,10 @@ class Scenarios:
             expect(run.returncode == code, "under valgrind with %s: exit %d, not %d"
                    % (env, run.returncode, code), run)
 
+    def manifest(self, case):
+        with open(os.path.join(case, "case.json")) as f:
+            return json.load(f)
+
     def runtime_on_loader_path(self):
         """Whether a real runtime is installed where the loader looks."""
         e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
