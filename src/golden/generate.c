@@ -1,10 +1,13 @@
 /*
- * generate.c - builds golden cases: routings (realistic top-k expert
- * choice through the public moeperm_route_sorted_indices(), or fixed
- * permutations), input values (gradient-like or adversarial, one device
- * question per value kind), and the golden output from the public
- * two-phase API.  Every input bit is a pure function of (seed, position),
- * documented in docs/golden-format.md, so numpy can rebuild any case.
+ * generate.c - builds golden cases of every operator: routings (realistic
+ * top-k expert choice through the public moeperm_route_sorted_indices(),
+ * or fixed permutations), input values (gradient-like or adversarial, one
+ * device question per value kind; some kinds made together across the
+ * tokens, probs and gradient of a case, keyed by shared draws, so that a
+ * token value meets the prob it was made for), and the golden outputs from
+ * the public two-phase API.  Every input bit is a pure function of (seed,
+ * position), documented in docs/golden-format.md, so numpy can rebuild any
+ * case.
  */
 #include "golden/internal.h"
 

@@ -1,10 +1,13 @@
 /*
  * suites.c - the built-in golden suites: which shapes, routings and value
  * kinds the committed corpus holds, and why each case is there.  Every
- * case is named for what it exercises; the shapes come from the device
- * facts of spec section 5 (core counts, chunk limits, 32-byte alignment)
- * and the value kinds from the open device questions of spec section 2.
- * docs/golden-format.md lists the same suites for readers of the data.
+ * case is named for what it exercises and its description says why; the
+ * shapes come from how the device kernels split the work (core counts,
+ * chunk limits of the unified buffer, 32-byte and 512-byte alignment, the
+ * tiling of MoeTokenUnpermuteGrad's reduction) and the value kinds from
+ * the questions only a device can answer (docs/arithmetic.md,
+ * docs/unpermute-grad.md).  docs/golden-format.md lists the same suites
+ * for readers of the data.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -46,7 +49,9 @@ static const golden_suite suites[] = {
     {"unpermute-hidden", "MoeTokenUnpermute: hidden sizes at the 32-byte and 512-byte "
                          "alignment", true},
     {"unpermute-grad-reduction", "MoeTokenUnpermuteGrad: one chunk of each length class of the "
-                                 "probs_grad reduction (< 64 to > 8192)", true},
+                                 "probs_grad reduction on the Atlas A2", true},
+    {"unpermute-grad-ub261888", "MoeTokenUnpermuteGrad for a chip with a 261888-byte unified "
+                                "buffer (not the A2): chunks over 8192 columns", true},
     {"unpermute-grad-chunks", "MoeTokenUnpermuteGrad: hidden sizes the tiling cuts into "
                               "chunks, with short last chunks", true},
     {"unpermute-grad-values", "MoeTokenUnpermuteGrad: order-dependent sums, signed zeros, inf "
@@ -757,6 +762,15 @@ static void suite_unpermute_grad_reduction(spec_list *l)
                               "reduced in another order than the model's",
                   lengths[i].why);
     }
+}
+
+/* Cases for a chip whose unified buffer holds chunks longer than 8192
+ * columns, the one the vendor's tiling tests use: on an Atlas A2 their
+ * probs_grad is not the device's (it tiles otherwise), so they have a
+ * suite of their own, named for the chip. */
+static void suite_unpermute_grad_ub261888(spec_list *l)
+{
+    char name[96];
     static const struct {
         int64_t h;
         const char *name, *why;
@@ -778,6 +792,15 @@ static void suite_unpermute_grad_reduction(spec_list *l)
                               "A2: one chunk of %s. A mismatch there: that loop's order differs",
                   big[i].why);
     }
+    golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, 9001);
+    s.num_rows = 1;
+    s.values = GOLDEN_VALUES_CANCEL;
+    s.ub_bytes = UB_261888;
+    s.vector_cores = 48;
+    add_named(l, s, "bf16-pfloat32-cancel-h9001-ub261888",
+              "for a 261888-byte unified buffer: g is +-2^-24, +-1, +-2^24 by pairs of columns, "
+              "the tokens near 1, one chunk of 9001. A mismatch within a few ulp of the exact "
+              "value: another order of a long chunk");
 }
 
 static void suite_unpermute_grad_chunks(spec_list *l)
@@ -832,28 +855,20 @@ static void suite_unpermute_grad_values(spec_list *l)
     static const struct {
         moeperm_dtype tokens, probs;
         int64_t h;
-        bool big_ub;
-    } cancel[] = {{MOEPERM_BF16, MOEPERM_FLOAT, 63, false},
-                  {MOEPERM_BF16, MOEPERM_FLOAT, 200, false},
-                  {MOEPERM_BF16, MOEPERM_FLOAT, 1000, false},
-                  {MOEPERM_FLOAT, MOEPERM_FLOAT, 5000, false},
-                  {MOEPERM_BF16, MOEPERM_FLOAT, 9001, true}};
+    } cancel[] = {{MOEPERM_BF16, MOEPERM_FLOAT, 63},
+                  {MOEPERM_BF16, MOEPERM_FLOAT, 200},
+                  {MOEPERM_BF16, MOEPERM_FLOAT, 1000},
+                  {MOEPERM_FLOAT, MOEPERM_FLOAT, 5000}};
     for (size_t i = 0; i < sizeof cancel / sizeof cancel[0]; i++) {
         golden_spec s = grad_spec(cancel[i].tokens, cancel[i].probs, 1, 2, cancel[i].h);
         s.num_rows = 1;
         s.values = GOLDEN_VALUES_CANCEL;
-        if (cancel[i].big_ub) {
-            s.ub_bytes = UB_261888;
-            s.vector_cores = 48;
-        }
         pair_name(pn, sizeof pn, &s);
-        snprintf(name, sizeof name, "%s-cancel-h%" PRId64 "%s", pn, cancel[i].h,
-                 cancel[i].big_ub ? "-ub261888" : "");
+        snprintf(name, sizeof name, "%s-cancel-h%" PRId64, pn, cancel[i].h);
         add_named(l, s, name,
-                  "%sg is +-2^-24, +-1, +-2^24 by pairs of columns, the tokens near 1: pairs "
+                  "g is +-2^-24, +-1, +-2^24 by pairs of columns, the tokens near 1: pairs "
                   "cancel, small products are absorbed or not by the order. A mismatch within a "
                   "few ulp of the exact value: another order%s",
-                  cancel[i].big_ub ? "for a 261888-byte unified buffer: " : "",
                   cancel[i].h >= 4096 ? " of a long chunk" : "");
     }
     static const pair tiny[] = {{MOEPERM_BF16, MOEPERM_BF16},
@@ -992,6 +1007,7 @@ int golden_suite_specs(const golden_suite *suite, uint64_t seed, golden_spec **s
         {"unpermute-products", suite_unpermute_products},
         {"unpermute-hidden", suite_unpermute_hidden},
         {"unpermute-grad-reduction", suite_unpermute_grad_reduction},
+        {"unpermute-grad-ub261888", suite_unpermute_grad_ub261888},
         {"unpermute-grad-chunks", suite_unpermute_grad_chunks},
         {"unpermute-grad-values", suite_unpermute_grad_values},
         {"permute-large", suite_permute_large},
