@@ -20,6 +20,7 @@
  * Case n is seeded with n, so a failing case can be rerun alone
  * (MOEPERM_TEST_CASE=n).  On a CPU without the fast path the tests skip.
  */
+#include <fenv.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -638,6 +639,71 @@ static void test_unpermute_column_blocks_and_streamed_output_match_portable_bits
                              false);
 }
 
+/* Where a row ends inside a masked pair (AVX-512), the lanes past the end
+ * multiply +0.0 by +0.0, not by the prob: infinite probs times ordinary
+ * values raise no invalid-operation flag, on any path, as in the portable
+ * loop (the run adds the flags it raised to the caller's). */
+static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    enum { T = 3, K = 2, H = 45 };
+    static const uint32_t one[3] = {0x3f800000u, 0x3c00u, 0x3f80u};
+    float probs[T * K];
+    int32_t indices[T * K];
+    uint32_t x[T * K * H], out[T * H];
+    for (int i = 0; i < T * K; i++) {
+        probs[i] = fp_from_bits(0x7f800000u);
+        indices[i] = i;
+    }
+    for (int d = 0; d < 3; d++) {
+        size_t es = naive_size(dtypes[d]);
+        for (int i = 0; i < T * K * H; i++)
+            put((char *)x, i, es, one[d]);
+        for (int64_t h = 1; h <= H; h += 22) { /* a masked pair of 1 and of 23 columns */
+            int64_t xdims[2] = {T * K, h}, idims[1] = {T * K}, pdims[2] = {T, K},
+                    odims[2] = {T, h};
+            moeperm_tensor *tx = moeperm_tensor_create(xdims, 2, dtypes[d], NULL, 0, x);
+            moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+            moeperm_tensor *tp = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
+            moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtypes[d], NULL, 0, out);
+            assert_non_null(tx);
+            assert_non_null(ti);
+            assert_non_null(tp);
+            assert_non_null(to);
+            struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
+            plan.unpermute.permuted_tokens = *tx;
+            plan.unpermute.sorted_indices = *ti;
+            plan.unpermute.probs = *tp;
+            plan.unpermute.out = *to;
+            plan.unpermute.top_k = K;
+            plan.unpermute.has_probs = true;
+            moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+            feclearexcept(FE_ALL_EXCEPT);
+            moeperm_unpermute_run(&plan, 1);
+            if (fetestexcept(FE_INVALID))
+                fail_msg("%s, H=%lld: the portable loop raised invalid",
+                         moeperm_dtype_name(dtypes[d]), (long long)h);
+            moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+            for (int set = 0; set < 2; set++) {
+                if (!sets[set].available())
+                    continue;
+                feclearexcept(FE_ALL_EXCEPT);
+                moeperm_x86_run_unpermute(&plan, 1, set == 1);
+                if (fetestexcept(FE_INVALID))
+                    fail_msg("%s, H=%lld, %s: invalid raised", moeperm_dtype_name(dtypes[d]),
+                             (long long)h, sets[set].name);
+            }
+            feclearexcept(FE_ALL_EXCEPT);
+            moeperm_tensor_destroy(tx);
+            moeperm_tensor_destroy(ti);
+            moeperm_tensor_destroy(tp);
+            moeperm_tensor_destroy(to);
+        }
+    }
+}
+
 #endif
 
 /* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
@@ -685,6 +751,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unpermute_strided_columns_fall_back_and_match_portable_bits),
         cmocka_unit_test(
             test_unpermute_column_blocks_and_streamed_output_match_portable_bits),
+        cmocka_unit_test(test_unpermute_infinite_probs_raise_no_invalid_flag),
 #endif
         cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
     };

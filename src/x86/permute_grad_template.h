@@ -48,14 +48,14 @@
  * non-temporally when stream and p is aligned for it) put it back.  The bf16
  * pair holds element 2i in lane i of lo and element 2i + 1 in lane i of hi.
  * addend_bf16 is widen_bf16 without making signalling NaNs quiet, for
- * values that are only ever added (x86 addition makes them quiet with the
- * same bit 22; and so does multiplication).  vscale is one binary32
- * multiplication per lane with x as the first source: when x and p are
- * both NaNs, x86 returns x made quiet, which is the order unpermute.c's
- * portable loop pins (nan_product()); any other product has the same bits
- * whatever the order.  With USE_MASKING, mask_t (one bit per column of a
- * pair), vset1_lanes(p, lanes) (p in the first `lanes` lanes, +0.0 in the
- * others) and the same widen_masked_*, addend_masked_bf16 and
+ * values that are only ever added or multiplied (x86 addition and
+ * multiplication make them quiet with the same bit 22).  vscale is one
+ * binary32 multiplication per lane with x as the first source: when x and
+ * p are both NaNs, x86 returns x made quiet, which is the order
+ * unpermute.c's portable loop pins (nan_product()); any other product has
+ * the same bits whatever the order.  With USE_MASKING, mask_t (one bit per
+ * column of a pair), vset1_lanes(p, lanes) (p in the first `lanes` lanes,
+ * +0.0 in the others) and the same widen_masked_*, addend_masked_bf16 and
  * narrow_masked_* with a mask_t argument in place of stream, whose lanes
  * outside the mask are neither read nor written.
  */
