@@ -4,6 +4,8 @@
  * roles asked for, an existing case is replaced only when forced and only
  * when it is a case, an old case that cannot be removed is kept and
  * reported, a failed write leaves the earlier case and no temporary behind,
+ * a case generated and written in stretches (golden_generate_write()) is
+ * the case made whole and refusals leave nothing,
  * atomic file writes never leave a partial file, integers at and beyond 64
  * bits read as documented (format 2, and format 1 on a kept case of that
  * format), and case discovery is sorted,
@@ -234,6 +236,89 @@ static void test_failed_write_leaves_earlier_outputs(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 5);
     golden_case_free(&c);
+}
+
+/* golden_generate_write() hands each tensor to the writer's threads in
+ * stretches while the rest is made; its case must be the one made whole
+ * and written by golden_case_write(): the same manifest text (hashes
+ * included) and the same files, which read back (each checked against its
+ * sha256 by the reader's own hashing) as golden_generate()'s case.  Shapes
+ * of many stretches and several write pieces, dropped rows, the vector
+ * kinds (normal in bf16 and fp16) and the element-by-element ones, for
+ * every operator. */
+static void test_streamed_case_is_the_case_made_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        moeperm_op op;
+        moeperm_dtype dtype;
+        golden_values values;
+    } cases[] = {
+        {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, GOLDEN_VALUES_NORMAL},
+        {MOEPERM_OP_PERMUTE, MOEPERM_FLOAT16, GOLDEN_VALUES_NORMAL},
+        {MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, GOLDEN_VALUES_NAN_INF},
+        {MOEPERM_OP_UNPERMUTE_GRAD, MOEPERM_FLOAT16, GOLDEN_VALUES_MASKING},
+    };
+    char err[1024], streamed[512], whole[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* 256 slots of 20001 columns: 5 to 10 MiB in each large tensor. */
+        golden_spec s = golden_spec_default(cases[i].op, cases[i].dtype, 64, 4, 20001);
+        s.values = cases[i].values;
+        s.probs_values = cases[i].values;
+        if (cases[i].op != MOEPERM_OP_PERMUTE)
+            s.num_rows = 250;
+        s.seed = 31 + i;
+        snprintf(s.name, sizeof s.name, "stream%zu", i);
+        snprintf(streamed, sizeof streamed, "%s/stream/%s", root, s.name);
+        snprintf(whole, sizeof whole, "%s/whole/%s", root, s.name);
+        if (golden_generate_write(&s, "cmd", streamed, false, err, sizeof err) != 0)
+            fail_msg("%s: %s", moeperm_op_name(cases[i].op), err);
+        golden_case c = generated_case(&s, "cmd"), back;
+        assert_int_equal(golden_case_write(whole, &c, false, err, sizeof err), 0);
+
+        char manifest[600];
+        snprintf(manifest, sizeof manifest, "%s/case.json", streamed);
+        char *streamed_text = read_text(manifest);
+        snprintf(manifest, sizeof manifest, "%s/case.json", whole);
+        char *whole_text = read_text(manifest);
+        assert_string_equal(streamed_text, whole_text);
+        if (golden_case_read(streamed, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+            fail_msg("%s: %s", moeperm_op_name(cases[i].op), err);
+        assert_same_case(&c, &back);
+        free(streamed_text);
+        free(whole_text);
+        golden_case_free(&back);
+        golden_case_free(&c);
+    }
+}
+
+/* golden_generate_write() checks the path before it makes anything, and a
+ * refusal leaves nothing behind: an existing case without force (-1, the
+ * case unchanged), a spec refused (-2, no directory). */
+static void test_streamed_write_refusals_leave_nothing(void **state)
+{
+    (void)state;
+    char err[512], parent[512], path[600];
+    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 5, 2, 7);
+    snprintf(s.name, sizeof s.name, "c");
+    snprintf(parent, sizeof parent, "%s/refusals", root);
+    snprintf(path, sizeof path, "%s/c", parent);
+    assert_int_equal(golden_generate_write(&s, NULL, path, false, err, sizeof err), 0);
+
+    s.seed = 2;
+    assert_int_equal(golden_generate_write(&s, NULL, path, false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "already exists"));
+    golden_case back;
+    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
+    assert_int_equal(back.seed, GOLDEN_DEFAULT_SEED);
+    golden_case_free(&back);
+
+    s.top_k = 0;
+    snprintf(path, sizeof path, "%s/d", parent);
+    assert_int_equal(golden_generate_write(&s, NULL, path, true, err, sizeof err), -2);
+    assert_non_null(strstr(err, "top_k"));
+    /* The first case alone: no d, no temporaries. */
+    assert_int_equal(dir_entries(parent), 1);
 }
 
 /* A FIFO (or a device that blocks on open) where a manifest or a tensor
@@ -682,6 +767,8 @@ int main(void)
         cmocka_unit_test(test_read_loads_only_the_roles_asked_for),
         cmocka_unit_test(test_existing_case_is_replaced_only_when_forced),
         cmocka_unit_test(test_failed_write_leaves_earlier_outputs),
+        cmocka_unit_test(test_streamed_case_is_the_case_made_whole),
+        cmocka_unit_test(test_streamed_write_refusals_leave_nothing),
         cmocka_unit_test(test_fifo_in_place_of_a_file_is_refused_without_hanging),
         cmocka_unit_test(test_find_cases_is_sorted_and_skips_dot_directories),
         cmocka_unit_test(test_force_refuses_a_directory_that_is_not_a_case),

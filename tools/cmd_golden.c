@@ -197,22 +197,16 @@ static int write_jobs(job *jobs, size_t n, bool force)
     double start = cli_now();
     char err[1024];
     for (size_t i = 0; i < n; i++) {
-        golden_case c;
         err[0] = '\0';
-        if (golden_generate(&jobs[i].spec, jobs[i].command, &c, err, sizeof err) != 0) {
-            if (shown)
-                fputc('\n', stderr);
-            fprintf(stderr, "moeperm golden: %s\n", err);
-            /* The spec was checked; a refusal now is the library's. */
-            return EXIT_BACKEND;
-        }
-        int rc = golden_case_write(jobs[i].path, &c, force, err, sizeof err);
-        golden_case_free(&c);
+        int rc = golden_generate_write(&jobs[i].spec, jobs[i].command, jobs[i].path, force, err,
+                                       sizeof err);
         if (rc != 0) {
             if (shown)
                 fputc('\n', stderr);
             fprintf(stderr, "moeperm golden: %s\n", err);
-            return EXIT_BAD_INPUT;
+            /* The spec was checked; a refusal to generate now is the
+             * library's. */
+            return rc == -2 ? EXIT_BACKEND : EXIT_BAD_INPUT;
         }
         /* Progress only for a person watching, and only when it is slow
          * enough to wonder. */

@@ -374,6 +374,21 @@ int golden_spec_check(const golden_spec *spec, char *err, size_t err_len);
 int golden_generate(const golden_spec *spec, const char *command, golden_case *c, char *err,
                     size_t err_len);
 
+/*
+ * golden_generate_write() is golden_generate() then golden_case_write(c,
+ * path, force): the same files, byte for byte, but each tensor is hashed
+ * and written (by two threads of its own) while its later rows and the
+ * next tensors are made and while the reference runs, so that making a
+ * large case overlaps writing it.  path is checked (and refused without
+ * force when it exists) before anything is made.  Returns as golden_case_write() does: 0, 1, or
+ * -1 when writing failed; or -2 with a sentence in err when spec is
+ * refused or generating fails (the library refuses the case, memory runs
+ * out).  Nothing at path changes on -1 or -2.  Not thread safe, as
+ * golden_case_write().
+ */
+int golden_generate_write(const golden_spec *spec, const char *command, const char *path,
+                          bool force, char *err, size_t err_len);
+
 /* A built-in suite: a named list of specs, each there for a reason. */
 typedef struct golden_suite {
     const char *name;

@@ -2,9 +2,17 @@
  * casedir.c - a case directory on disk: written whole into a temporary
  * sibling and put in place atomically, replacing an existing case only
  * when it is one (--force never takes anything else with it).
+ *
+ * Two threads of the writer take the tensors as they are handed over, a
+ * stretch at a time: one writes them, starting the disk on each stretch at
+ * once, the other hashes them for the manifest.  Each reads every byte
+ * once, while the caller makes the next stretch or runs the reference, so
+ * that writing a large case costs about what the disk takes.
  */
+#define _GNU_SOURCE /* sync_file_range() */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +20,8 @@
 #include <sys/stat.h>
 #include <dirent.h>
 #include <unistd.h>
+
+#include <nettle/sha2.h>
 
 #include "golden/internal.h"
 
@@ -129,157 +139,438 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     return rc;
 }
 
-int golden_case_write(const char *path_arg, const golden_case *c, bool force, char *err,
-                      size_t err_len)
+/* ---------------------------------------------------------------------- */
+/* The writer                                                             */
+/* ---------------------------------------------------------------------- */
+
+/* At most this much per write(): the disk starts on each piece as soon as
+ * it is written, so a tensor handed over whole streams too. */
+#define WRITE_PIECE ((size_t)4 << 20)
+
+/* How much of a file may sit in the page cache behind the last write. */
+#define CACHE_WINDOW ((size_t)32 << 20)
+
+typedef struct tensor_job {
+    const golden_tensor *t;
+    int fd;
+    size_t ready;                /* bytes final, under the lock */
+    char hex[GOLDEN_SHA256_HEX]; /* the hash thread's, once it is past the end */
+} tensor_job;
+
+struct golden_case_writer {
+    char *path;   /* the case directory, without trailing slashes */
+    char *parent; /* its directory */
+    char *tmp;    /* the temporary directory the case is written into */
+    char *old;    /* the name an existing case is parked under */
+    bool exists;
+    int tmp_slot; /* golden_temp_track() slot of tmp */
+
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* a tensor or bytes arrived, or the end */
+    tensor_job jobs[GOLDEN_MAX_TENSORS];
+    size_t count;
+    bool closing;  /* no tensor comes after the count there are */
+    bool stopping; /* aborted, or something failed: the threads quit */
+    int error;     /* errno of the first failure, 0 while none */
+    const golden_tensor *error_tensor;
+    pthread_t threads[2];
+    int started;
+};
+
+/* The first failure stops both threads; close() reports it. */
+static void writer_fail(golden_case_writer *w, const golden_tensor *t, int error)
+{
+    pthread_mutex_lock(&w->lock);
+    if (!w->error) {
+        w->error = error ? error : EIO;
+        w->error_tensor = t;
+    }
+    w->stopping = true;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Waits until tensor i has final bytes past done; returns how many (0 when
+ * done is its end), or -1 when there is no tensor i and will be none, or
+ * the writer stops. */
+static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->stopping && (i < w->count ? w->jobs[i].ready == done && done < w->jobs[i].t->bytes
+                                         : !w->closing))
+        pthread_cond_wait(&w->changed, &w->lock);
+    int64_t n = w->stopping || i >= w->count ? -1 : (int64_t)(w->jobs[i].ready - done);
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+/*
+ * Where the platform has the calls (Linux), the written pages of a file
+ * are handled in two steps behind the writes:
+ *
+ * - the disk starts on each piece at once, rather than at the fsync: the
+ *   kernel holds dirty pages back up to a share of memory that a case of a
+ *   few GiB never reaches, and the disk would idle while the rest is made
+ *   and hashed;
+ * - once the disk has the pieces more than CACHE_WINDOW behind, they leave
+ *   the page cache, so the pages of the next writes are pages just freed.
+ *   A case of a few GiB would otherwise take as many fresh pages again as
+ *   its own memory, and first touching a page can cost several times the
+ *   copy into it (in a virtual machine whose host takes free guest memory
+ *   back, writing a 1 GiB case took one to two seconds more CPU time).
+ *   It also paces the writer to the disk, which is the point.
+ *
+ * Both are hints: fsync() at the end reports any error.
+ */
+static void after_write(int fd, size_t written, size_t piece, size_t *released)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+    size_t end = written + piece;
+    sync_file_range(fd, (off_t)written, (off_t)piece, SYNC_FILE_RANGE_WRITE);
+    if (end >= *released + 2 * CACHE_WINDOW) {
+        size_t upto = end - CACHE_WINDOW;
+        sync_file_range(fd, (off_t)*released, (off_t)(upto - *released),
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER);
+        posix_fadvise(fd, (off_t)*released, (off_t)(upto - *released), POSIX_FADV_DONTNEED);
+        *released = upto;
+    }
+#else
+    (void)fd, (void)written, (void)piece, (void)released;
+#endif
+}
+
+static void *write_thread(void *arg)
+{
+    golden_case_writer *w = arg;
+    for (size_t i = 0;; i++) {
+        int64_t n;
+        size_t released = 0;
+        for (size_t done = 0; (n = wait_bytes(w, i, done)) > 0;) {
+            const tensor_job *job = &w->jobs[i];
+            size_t piece = (size_t)n < WRITE_PIECE ? (size_t)n : WRITE_PIECE;
+            if (golden_write_all(job->fd, (const uint8_t *)job->t->data + done, piece) != 0) {
+                writer_fail(w, job->t, errno);
+                return NULL;
+            }
+            after_write(job->fd, done, piece, &released);
+            done += piece;
+        }
+        if (n < 0)
+            return NULL;
+    }
+}
+
+static void *hash_thread(void *arg)
+{
+    golden_case_writer *w = arg;
+    for (size_t i = 0;; i++) {
+        struct sha256_ctx ctx;
+        uint8_t digest[SHA256_DIGEST_SIZE];
+        int64_t n;
+        sha256_init(&ctx);
+        for (size_t done = 0; (n = wait_bytes(w, i, done)) > 0; done += (size_t)n)
+            sha256_update(&ctx, (size_t)n, (const uint8_t *)w->jobs[i].t->data + done);
+        if (n < 0)
+            return NULL;
+        sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+        golden_sha256_digest_hex(digest, w->jobs[i].hex);
+    }
+}
+
+/* Tells the threads that nothing more comes (or, with stop, to quit now)
+ * and waits for them. */
+static void writer_join(golden_case_writer *w, bool stop)
+{
+    pthread_mutex_lock(&w->lock);
+    w->closing = true;
+    w->stopping = w->stopping || stop;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    for (int i = 0; i < w->started; i++)
+        pthread_join(w->threads[i], NULL);
+    w->started = 0;
+}
+
+/* Closes the files, removes the temporary directory unless it was put in
+ * place, and frees w. */
+static void writer_free(golden_case_writer *w, bool remove_tmp)
+{
+    for (size_t i = 0; i < w->count; i++)
+        if (w->jobs[i].fd >= 0)
+            close(w->jobs[i].fd);
+    if (remove_tmp && w->tmp && w->tmp[0])
+        golden_remove_tree(w->tmp);
+    golden_temp_untrack(w->tmp_slot);
+    pthread_cond_destroy(&w->changed);
+    pthread_mutex_destroy(&w->lock);
+    free(w->path);
+    free(w->parent);
+    free(w->tmp);
+    free(w->old);
+    free(w);
+}
+
+golden_case_writer *golden_case_writer_open(const char *path_arg, bool force, char *err,
+                                            size_t err_len)
 {
     if (path_arg[0] == '\0') {
         snprintf(err, err_len, "the case directory to write is an empty string");
-        return -1;
+        return NULL;
     }
-    /* "out/c1/" names c1: without the slash its parent is "out", not "out/c1". */
-    char *path = dup_string(path_arg);
-    if (!path) {
+    golden_case_writer *w = calloc(1, sizeof *w);
+    if (!w) {
         snprintf(err, err_len, "out of memory writing %s", path_arg);
-        return -1;
+        return NULL;
     }
+    w->tmp_slot = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->changed, NULL);
+    /* "out/c1/" names c1: without the slash its parent is "out", not "out/c1". */
+    w->path = dup_string(path_arg);
+    if (!w->path) {
+        snprintf(err, err_len, "out of memory writing %s", path_arg);
+        goto fail;
+    }
+    char *path = w->path;
     for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
         path[n - 1] = '\0';
     if (strcmp(path, "/") == 0) {
         snprintf(err, err_len, "cannot write a case as the root directory /");
-        free(path);
-        return -1;
+        goto fail;
     }
 
     struct stat st;
-    bool exists = lstat(path, &st) == 0;
-    if (exists && !force) {
+    w->exists = lstat(path, &st) == 0;
+    if (w->exists && !force) {
         snprintf(err, err_len, "%s already exists; pass --force to replace it", path);
-        free(path);
-        return -1;
+        goto fail;
     }
-    if (exists && check_replaceable(path, &st, err, err_len) != 0) {
-        free(path);
-        return -1;
-    }
+    if (w->exists && check_replaceable(path, &st, err, err_len) != 0)
+        goto fail;
 
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    char *parent = golden_dir_of(path);
-    if (!parent) {
+    w->parent = golden_dir_of(path);
+    if (!w->parent) {
         snprintf(err, err_len, "out of memory writing %s", path);
-        free(path);
-        return -1;
+        goto fail;
     }
-    if (golden_mkdirs(parent, err, err_len) != 0) {
-        free(parent);
-        free(path);
-        return -1;
+    if (golden_mkdirs(w->parent, err, err_len) != 0)
+        goto fail;
+    w->tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", w->parent, base);
+    w->old = golden_strdup_printf("%s/.%s.old.XXXXXX", w->parent, base);
+    if (!w->tmp || !w->old) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        goto fail;
     }
-    char *tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", parent, base);
-    char *old = golden_strdup_printf("%s/.%s.old.XXXXXX", parent, base);
-    size_t manifest_size = 0;
-    char *manifest = golden_manifest_text(c, &manifest_size);
-    int rc = -1, tmp_slot = -1, old_slot = -1;
     /* Each step that creates or parks a directory runs with signals held
      * and registers it before they are let in, so that a signal's cleanup
      * (fileio.h) always knows every temporary and the parked old case. */
     sigset_t all, unblocked;
     sigfillset(&all);
-
-    if (!tmp || !old || !manifest) {
-        snprintf(err, err_len, "out of memory writing %s", path);
-        goto done;
-    }
     sigprocmask(SIG_BLOCK, &all, &unblocked);
-    if (mkdtemp(tmp))
-        tmp_slot = golden_temp_track(GOLDEN_TEMP_CASE_DIR, tmp, NULL);
+    if (mkdtemp(w->tmp))
+        w->tmp_slot = golden_temp_track(GOLDEN_TEMP_CASE_DIR, w->tmp, NULL);
     else
-        tmp[0] = '\0';
+        w->tmp[0] = '\0';
     sigprocmask(SIG_SETMASK, &unblocked, NULL);
-    if (!tmp[0]) {
+    if (!w->tmp[0]) {
         snprintf(err, err_len, "cannot create a temporary directory beside %s: %s", path,
                  strerror(errno));
-        goto done;
+        goto fail;
     }
     /* mkdtemp makes 0700; a case directory is an ordinary directory. */
     mode_t mask = umask(0);
     umask(mask);
-    /* The tensors first and the manifest last, so a removal cut short
-     * never leaves a case.json whose files are gone. */
-    int written = chmod(tmp, 0777 & ~mask);
-    for (size_t i = 0; written == 0 && i < c->tensor_count; i++) {
-        char file[96];
-        snprintf(file, sizeof file, "%s.bin", c->tensors[i].name);
-        written = write_in(tmp, file, c->tensors[i].data, c->tensors[i].bytes, err, err_len);
+    if (chmod(w->tmp, 0777 & ~mask) != 0) {
+        snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+        goto fail;
     }
-    if (written != 0 || write_in(tmp, "case.json", manifest, manifest_size, err, err_len) != 0) {
-        if (err[0] == '\0')
-            snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
-        golden_remove_tree(tmp);
-        goto done;
+    /* The threads start with every signal blocked, so a signal's cleanup
+     * runs on the caller's thread, the one that creates the files. */
+    sigprocmask(SIG_BLOCK, &all, &unblocked);
+    void *(*const bodies[2])(void *) = {write_thread, hash_thread};
+    int started = 0;
+    for (; started < 2; started++)
+        if (pthread_create(&w->threads[started], NULL, bodies[started], w) != 0)
+            break;
+    w->started = started;
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    if (started < 2) {
+        snprintf(err, err_len, "cannot start a thread to write %s", path);
+        writer_join(w, true);
+        goto fail;
     }
-    if (exists) {
-        /* rename() replaces an empty directory, so park the old case under
-         * a fresh empty name, put the new one in place, then drop the old;
-         * if the second rename fails the old case goes back. */
-        sigprocmask(SIG_BLOCK, &all, &unblocked);
-        bool parked = mkdtemp(old) && rename(path, old) == 0;
-        int saved = errno;
-        if (parked)
-            old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, old, path);
+    return w;
+fail:
+    writer_free(w, true);
+    return NULL;
+}
+
+void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, size_t ready)
+{
+    pthread_mutex_lock(&w->lock);
+    size_t i = 0;
+    while (i < w->count && w->jobs[i].t != t)
+        i++;
+    if (i < w->count) {
+        if (ready > w->jobs[i].ready)
+            w->jobs[i].ready = ready;
+        pthread_cond_broadcast(&w->changed);
+        pthread_mutex_unlock(&w->lock);
+        return;
+    }
+    bool stopped = w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    if (stopped)
+        return;
+    if (i == GOLDEN_MAX_TENSORS || (t->bytes > 0 && !t->data)) {
+        writer_fail(w, t, EINVAL);
+        return;
+    }
+    char *file = golden_strdup_printf("%s/%s.bin", w->tmp, t->name);
+    int fd = file ? open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
+    int error = file ? errno : ENOMEM;
+    free(file);
+    if (fd < 0) {
+        writer_fail(w, t, error);
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->jobs[i] = (tensor_job){.t = t, .fd = fd, .ready = ready};
+    w->count = i + 1;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void golden_case_writer_abort(golden_case_writer *w)
+{
+    writer_join(w, true);
+    writer_free(w, true);
+}
+
+/* Moves the finished temporary directory to w->path, parking and then
+ * removing an existing case.  Returns as golden_case_write(). */
+static int put_in_place(golden_case_writer *w, char *err, size_t err_len)
+{
+    const char *path = w->path;
+    if (!w->exists) {
+        if (rename(w->tmp, path) != 0) {
+            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
+            return -1;
+        }
+        golden_temp_untrack(w->tmp_slot);
+        w->tmp_slot = -1;
+        return 0;
+    }
+    /* rename() replaces an empty directory, so park the old case under a
+     * fresh empty name, put the new one in place, then drop the old; if
+     * the second rename fails the old case goes back. */
+    sigset_t all, unblocked;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &unblocked);
+    bool parked = mkdtemp(w->old) && rename(path, w->old) == 0;
+    int saved = errno;
+    int old_slot = -1;
+    if (parked)
+        old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, w->old, path);
+    else
+        rmdir(w->old);
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    if (!parked) {
+        snprintf(err, err_len, "cannot move the existing %s aside: %s", path, strerror(saved));
+        return -1;
+    }
+    int rc = 0;
+    if (rename(w->tmp, path) != 0) {
+        int saved_put = errno;
+        golden_remove_tree(w->tmp);
+        w->tmp[0] = '\0';
+        /* The old case goes back.  Only when another writer's case holds
+         * the name now is the old one (checked above to be a case) dropped
+         * instead of left behind under the temporary name, and only if
+         * nothing else got into it meanwhile; any other failure (a full
+         * disk, an I/O error) keeps it where it is and says so. */
+        bool back = rename(w->old, path) == 0;
+        bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
+        if (back || (taken && golden_remove_case_dir(w->old) == 0))
+            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(saved_put));
         else
-            rmdir(old);
-        sigprocmask(SIG_SETMASK, &unblocked, NULL);
-        if (!parked) {
-            snprintf(err, err_len, "cannot move the existing %s aside: %s", path,
-                     strerror(saved));
-            golden_remove_tree(tmp);
-            goto done;
-        }
-        if (rename(tmp, path) != 0) {
-            int saved_put = errno;
-            golden_remove_tree(tmp);
-            /* The old case goes back.  Only when another writer's case
-             * holds the name now is the old one (checked above to be a
-             * case) dropped instead of left behind under the temporary
-             * name, and only if nothing else got into it meanwhile; any
-             * other failure (a full disk, an I/O error) keeps it where it
-             * is and says so. */
-            bool back = rename(old, path) == 0;
-            bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
-            if (back || (taken && golden_remove_case_dir(old) == 0))
-                snprintf(err, err_len, "cannot put %s in place: %s", path,
-                         strerror(saved_put));
-            else
-                snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
-                         "kept at %s", path, strerror(saved_put), old);
-            goto done;
-        }
-        golden_temp_untrack(tmp_slot);
-        tmp_slot = -1;
-        if (golden_remove_case_dir(old) != 0) {
+            snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
+                     "kept at %s", path, strerror(saved_put), w->old);
+        rc = -1;
+    } else {
+        golden_temp_untrack(w->tmp_slot);
+        w->tmp_slot = -1;
+        if (golden_remove_case_dir(w->old) != 0) {
             /* The new case is in place and what is left of the old one
              * sits under a dot name that readers skip: report it rather
              * than remove more than the case files. */
             snprintf(err, err_len, "%s was written, but the case it replaced could not be "
-                     "removed and is kept at %s: %s", path, old, strerror(errno));
+                     "removed and is kept at %s: %s", path, w->old, strerror(errno));
             rc = 1;
-            goto done;
         }
-    } else if (rename(tmp, path) != 0) {
-        snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
-        golden_remove_tree(tmp);
-        goto done;
     }
-    rc = 0;
-done:
-    golden_temp_untrack(tmp_slot);
     golden_temp_untrack(old_slot);
-    free(manifest);
-    free(old);
-    free(tmp);
-    free(parent);
-    free(path);
     return rc;
 }
 
+int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *err,
+                             size_t err_len)
+{
+    for (size_t i = 0; i < c->tensor_count; i++)
+        golden_case_writer_ready(w, &c->tensors[i], c->tensors[i].bytes);
+    writer_join(w, false);
+
+    /* The hashes in the case's order; fsync before the directory is
+     * renamed into place, so that after a power loss a case that looks
+     * complete is complete.  The disk has had each file since it was
+     * written, so this mostly waits for the last pieces. */
+    char sha[GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
+    for (size_t i = 0; i < c->tensor_count && !w->error; i++) {
+        const tensor_job *job = NULL;
+        for (size_t j = 0; j < w->count && !job; j++)
+            if (w->jobs[j].t == &c->tensors[i])
+                job = &w->jobs[j];
+        if (!job)
+            writer_fail(w, &c->tensors[i], EIO);
+        else if (fsync(job->fd) != 0)
+            writer_fail(w, job->t, errno);
+        else
+            memcpy(sha[i], job->hex, GOLDEN_SHA256_HEX);
+    }
+    if (!w->error && w->count != c->tensor_count)
+        writer_fail(w, w->jobs[w->count - 1].t, EINVAL); /* a tensor not of c */
+    if (w->error) {
+        const golden_tensor *t = w->error_tensor;
+        if (t->bytes > 0 && !t->data)
+            snprintf(err, err_len, "cannot write %s/%s.bin: the tensor has no data", w->path,
+                     t->name);
+        else
+            snprintf(err, err_len, "writing %s/%s.bin failed: %s", w->tmp, t->name,
+                     strerror(w->error));
+        writer_free(w, true);
+        return -1;
+    }
+    /* The tensors first and the manifest last, so a removal cut short
+     * never leaves a case.json whose files are gone. */
+    size_t manifest_size = 0;
+    char *manifest = golden_manifest_text(c, (const char(*)[GOLDEN_SHA256_HEX])sha,
+                                          &manifest_size);
+    int rc = -1;
+    if (!manifest)
+        snprintf(err, err_len, "out of memory writing %s", w->path);
+    else if (write_in(w->tmp, "case.json", manifest, manifest_size, err, err_len) == 0)
+        rc = put_in_place(w, err, err_len);
+    free(manifest);
+    writer_free(w, rc < 0);
+    return rc;
+}
+
+int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+                      size_t err_len)
+{
+    golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);
+    return w ? golden_case_writer_close(w, c, err, err_len) : -1;
+}

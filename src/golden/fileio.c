@@ -23,7 +23,7 @@
  * truncate single transfers near 2 GiB. */
 #define IO_CHUNK ((size_t)1 << 30)
 
-static void to_hex(const uint8_t digest[SHA256_DIGEST_SIZE], char hex[GOLDEN_SHA256_HEX])
+void golden_sha256_digest_hex(const uint8_t digest[32], char hex[GOLDEN_SHA256_HEX])
 {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++) {
@@ -47,7 +47,7 @@ void golden_sha256_hex(const void *data, size_t size, char hex[GOLDEN_SHA256_HEX
         size -= n;
     }
     sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
-    to_hex(digest, hex);
+    golden_sha256_digest_hex(digest, hex);
 }
 
 int golden_read_file(const char *path, const char *what, uint64_t size, void **data,
@@ -113,7 +113,7 @@ int golden_read_file(const char *path, const char *what, uint64_t size, void **d
     }
     close(fd);
     sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
-    to_hex(digest, hex);
+    golden_sha256_digest_hex(digest, hex);
     *data = buffer;
     return 0;
 }

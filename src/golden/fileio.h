@@ -20,6 +20,9 @@
 /* Lower-case hex SHA-256 of size bytes at data into hex. */
 void golden_sha256_hex(const void *data, size_t size, char hex[GOLDEN_SHA256_HEX]);
 
+/* A SHA-256 digest (32 bytes) as lower-case hex into hex. */
+void golden_sha256_digest_hex(const uint8_t digest[32], char hex[GOLDEN_SHA256_HEX]);
+
 /*
  * golden_read_file() reads exactly `size` bytes of the file at path into
  * *data (malloc'd; NULL when size is 0), hashing them as it goes into hex.

@@ -13,11 +13,19 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "golden/prng.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_AVX512_ROWS 1
+#define AVX512_ROWS_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,f16c")))
+#endif
 
 #if defined(_OPENMP)
 #define PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
@@ -358,14 +366,25 @@ static format format_of(moeperm_dtype dtype)
     }
 }
 
+static uint32_t float_bits(float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    return bits;
+}
+
+static float float_of_bits(uint32_t bits)
+{
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
 static uint32_t narrow(const format *f, float v)
 {
     switch (f->dtype) {
-    case MOEPERM_FLOAT: {
-        uint32_t bits;
-        memcpy(&bits, &v, 4);
-        return bits;
-    }
+    case MOEPERM_FLOAT:
+        return float_bits(v);
     case MOEPERM_FLOAT16:
         return moeperm_float_to_fp16(v);
     default:
@@ -393,9 +412,19 @@ static double normal_exact(uint64_t d0, uint64_t d1)
     return ldexp((double)(sum - (INT64_C(1) << 25)), -25 - e);
 }
 
-static float normal_value(uint64_t d0, uint64_t d1)
+/* normal_exact() rounded to binary32, without double or ldexp(): the
+ * centred sum (an integer of magnitude at most 2^25) converted once to
+ * binary32 (round to nearest even, as the conversion from double) and
+ * multiplied by 2^(-25-e).  A product by a power of two is exact and
+ * commutes with the rounding while nothing overflows or goes subnormal,
+ * and every non-zero value here has a magnitude in [2^-32, 1]: the same
+ * bits, in a loop the compiler vectorises. */
+static inline float normal_value(uint64_t d0, uint64_t d1)
 {
-    return (float)normal_exact(d0, d1);
+    int32_t sum = (int32_t)(d0 & 0xffffff) + (int32_t)((d0 >> 24) & 0xffffff) +
+                  (int32_t)(d1 & 0xffffff) + (int32_t)((d1 >> 24) & 0xffffff) - (1 << 25);
+    uint32_t e = (uint32_t)(d1 >> 61);
+    return (float)sum * float_of_bits((127u - 25u - e) << 23);
 }
 
 /* A NaN with random sign and payload; quiet unless signalling is asked,
@@ -536,6 +565,178 @@ static uint32_t kind_rounding(const format *f, const element *e, uint32_t normal
 
 static const int scenario_count[] = {1, 8, 6, 6, 11, 1, 1};
 
+/* ---------------------------------------------------------------------- */
+/* Rows                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A tensor is made a row at a time: the elements (t, k, 0..H-1), whose
+ * value draws are n + 2h and n + 2h + 1 with n = 2 (t K + k) H.  The kinds
+ * that need nothing but an element's own draws (normal values, random
+ * bits, int8 bytes, -0), which is what large cases are made of, run as
+ * loops over blocks of a row that the compiler vectorises, built a second
+ * time for AVX-512, where the PRNG's 64-bit multiplies are vector
+ * instructions, and chosen at run time.  The other kinds go element by
+ * element through element_bits().  Every path gives an element the bits
+ * element_bits() gives it: the same draws, the same value, the same
+ * rounding as moeperm_float_to_bf16() and moeperm_float_to_fp16() (see
+ * bf16_of_finite(); vcvtps2ph, which the library's own fast paths hold to
+ * the same bits, tests/test_fast_conversions_exhaustive.c checking every
+ * input; or moeperm_convert() itself).
+ */
+typedef enum row_kind { ROW_ELEMENTS, ROW_NORMAL, ROW_BITS, ROW_INT8, ROW_NEGZERO } row_kind;
+
+static row_kind row_kind_of(moeperm_dtype dtype, golden_values values)
+{
+    if (dtype == MOEPERM_INT8)
+        return ROW_INT8;
+    switch (values) {
+    case GOLDEN_VALUES_NORMAL:
+        return ROW_NORMAL;
+    case GOLDEN_VALUES_BITS:
+        return ROW_BITS;
+    case GOLDEN_VALUES_NEGZERO:
+        return ROW_NEGZERO;
+    default:
+        return ROW_ELEMENTS;
+    }
+}
+
+/* Elements per block: the normal values of a block wait in a float array
+ * on the stack before they are narrowed. */
+enum { ROW_BLOCK = 256 };
+
+/* moeperm_float_to_bf16() for a finite v: adding 0x7fff plus the lowest
+ * kept bit carries into the kept half exactly when round to nearest even
+ * rounds up.  Written out here because a call per element would cost as
+ * much as making the value; NaNs, the one case it leaves out, are never
+ * made by the row loops. */
+static inline uint16_t bf16_of_finite(float v)
+{
+    uint32_t bits = float_bits(v);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+#ifdef HAVE_AVX512_ROWS
+AVX512_ROWS_TARGET static void narrow_fp16_f16c(const float *v, int64_t count, uint16_t *out)
+{
+    int64_t j = 0;
+    for (; j + 16 <= count; j += 16)
+        _mm256_storeu_si256((__m256i *)(void *)(out + j),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(v + j), _MM_FROUND_TO_NEAREST_INT));
+    for (; j < count; j++)
+        out[j] = moeperm_float_to_fp16(v[j]);
+}
+#endif
+
+/* count <= ROW_BLOCK elements of a row_kind other than ROW_ELEMENTS, the
+ * first drawing n and n + 1 from key; f16c: narrow fp16 with vcvtps2ph
+ * (only where the caller is built for it). */
+static inline __attribute__((always_inline)) void row_block(row_kind kind, moeperm_dtype dtype,
+                                                            uint64_t key, uint64_t n,
+                                                            int64_t count, void *dst, bool f16c)
+{
+    uint8_t *bytes = dst;
+    uint16_t *halves = dst;
+    uint32_t *words = dst;
+    switch (kind) {
+    case ROW_INT8:
+        for (int64_t j = 0; j < count; j++)
+            bytes[j] = (uint8_t)prng_draw(key, n + 2 * (uint64_t)j);
+        return;
+    case ROW_BITS:
+        for (int64_t j = 0; j < count; j++) {
+            uint64_t d = prng_draw(key, n + 2 * (uint64_t)j);
+            if (dtype == MOEPERM_FLOAT)
+                words[j] = (uint32_t)d;
+            else
+                halves[j] = (uint16_t)d;
+        }
+        return;
+    case ROW_NEGZERO:
+        for (int64_t j = 0; j < count; j++) {
+            if (dtype == MOEPERM_FLOAT)
+                words[j] = 0x80000000u;
+            else
+                halves[j] = 0x8000u;
+        }
+        return;
+    default:
+        break;
+    }
+    float v[ROW_BLOCK];
+    float *values = dtype == MOEPERM_FLOAT ? dst : v;
+    for (int64_t j = 0; j < count; j++)
+        values[j] = normal_value(prng_draw(key, n + 2 * (uint64_t)j),
+                                 prng_draw(key, n + 2 * (uint64_t)j + 1));
+    if (dtype == MOEPERM_BF16) {
+        for (int64_t j = 0; j < count; j++)
+            halves[j] = bf16_of_finite(v[j]);
+    } else if (dtype == MOEPERM_FLOAT16) {
+#ifdef HAVE_AVX512_ROWS
+        if (f16c) {
+            narrow_fp16_f16c(v, count, halves);
+            return;
+        }
+#endif
+        moeperm_convert(v, MOEPERM_FLOAT, halves, MOEPERM_FLOAT16, (size_t)count);
+    }
+}
+
+static inline __attribute__((always_inline)) void row_loop(row_kind kind, moeperm_dtype dtype,
+                                                           uint64_t key, uint64_t n,
+                                                           int64_t count, void *dst, bool f16c)
+{
+    size_t size = dtype == MOEPERM_FLOAT ? 4 : dtype == MOEPERM_INT8 ? 1 : 2;
+    for (int64_t j = 0; j < count; j += ROW_BLOCK)
+        row_block(kind, dtype, key, n + 2 * (uint64_t)j,
+                  count - j < ROW_BLOCK ? count - j : ROW_BLOCK,
+                  (uint8_t *)dst + (size_t)j * size, f16c);
+}
+
+/* count elements of kind (not ROW_ELEMENTS) in dst, the first drawing n
+ * and n + 1 from key. */
+typedef void row_fn(row_kind kind, moeperm_dtype dtype, uint64_t key, uint64_t n, int64_t count,
+                    void *dst);
+
+static void row_portable(row_kind kind, moeperm_dtype dtype, uint64_t key, uint64_t n,
+                         int64_t count, void *dst)
+{
+    row_loop(kind, dtype, key, n, count, dst, false);
+}
+
+#ifdef HAVE_AVX512_ROWS
+AVX512_ROWS_TARGET static void row_avx512(row_kind kind, moeperm_dtype dtype, uint64_t key,
+                                          uint64_t n, int64_t count, void *dst)
+{
+    row_loop(kind, dtype, key, n, count, dst, true);
+}
+#endif
+
+/* The row loops for this CPU, chosen once: AVX-512 (F, DQ, BW, VL) with
+ * F16C where the CPU has them, unless MOEPERM_FORCE_PORTABLE is set (not
+ * to 0), which turns the library's fast paths off too. */
+static row_fn *row_loops(void)
+{
+#ifdef HAVE_AVX512_ROWS
+    static atomic_int chosen; /* 0: not yet; 1: portable; 2: AVX-512 */
+    int c = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (c == 0) {
+        const char *force = getenv("MOEPERM_FORCE_PORTABLE");
+        unsigned int eax, ebx, ecx, edx;
+        __builtin_cpu_init();
+        bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+        c = avx512 && !(force && *force && strcmp(force, "0") != 0) ? 2 : 1;
+        atomic_store_explicit(&chosen, c, memory_order_relaxed);
+    }
+    if (c == 2)
+        return row_avx512;
+#endif
+    return row_portable;
+}
+
 /* Which tensor a generator fills: the coordinated kinds give each its own
  * part of the recipe. */
 typedef enum role {
@@ -556,6 +757,8 @@ typedef struct generator {
     int64_t slots, columns;
     format tokens, probs;
     uint64_t slot_key;
+    row_kind rows; /* ROW_ELEMENTS: element by element */
+    row_fn *row;
 } generator;
 
 /* p, q, r: distinct slots of a (token, column) from its pick draw dp (p
@@ -866,36 +1069,107 @@ static golden_tensor *add_tensor(golden_case *c, const char *name, moeperm_dtype
     return t;
 }
 
-/* Fills rows [R, H] of a permuted tensor: the value of token t's slot k at
- * column h lands in row sorted_indices[t*K + k] (nothing for a dropped
- * slot), so each row holds the values of the slot that owns it. */
-static void fill_permuted(const generator *g, const golden_spec *s, const int32_t *indices,
-                          int64_t rows, golden_tensor *t)
+/* Row (t, k) of g, g->hidden elements, into dst. */
+static void fill_row(const generator *g, int64_t t, int64_t k, void *dst)
 {
-    int64_t slots = s->tokens_num * s->top_k, hidden = s->hidden_size;
-    void *data = t->data;
-    PARALLEL_FOR
-    for (int64_t i = 0; i < slots; i++) {
-        int64_t row = indices[i];
-        if (row >= rows)
-            continue;
-        for (int64_t h = 0; h < hidden; h++)
-            store(t->dtype, data, (uint64_t)row * (uint64_t)hidden + (uint64_t)h,
-                  element_bits(g, i / s->top_k, i % s->top_k, h));
+    if (g->rows != ROW_ELEMENTS) {
+        uint64_t n = (uint64_t)(t * g->top_k + k) * (uint64_t)g->hidden * 2;
+        g->row(g->rows, g->f.dtype, g->value_key, n, g->hidden, dst);
+        return;
     }
+    for (int64_t h = 0; h < g->hidden; h++)
+        store(g->f.dtype, dst, (uint64_t)h, element_bits(g, t, k, h));
 }
 
-/* Fills a [rows, cols] tensor whose element (r, c) is draw (r, 0, c) of g
- * (a generator made with top_k 1). */
-static void fill_plain(const generator *g, golden_tensor *t)
+/* A stretch of rows is at most this many bytes: a writer given the tensor
+ * (see make_tensors()) hashes and writes each stretch while later ones
+ * are made. */
+#define STRETCH_BYTES ((size_t)8 << 20)
+
+#if defined(_OPENMP)
+#define PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for schedule(dynamic, 1)")
+#define CRITICAL_STRETCHES _Pragma("omp critical(golden_stretches)")
+#else
+#define PARALLEL_FOR_DYNAMIC
+#define CRITICAL_STRETCHES
+#endif
+
+/*
+ * Fills the rows of a [rows, hidden] tensor: row r is row (r, 0) of g, or
+ * with owner row (owner[r] / K, owner[r] % K), or stays zero where
+ * owner[r] is -1 (a row no slot owns).  The threads take stretches of rows
+ * in order as they come free, and w (when not NULL) learns after each one
+ * how many leading bytes are final.  Handing out stretches, rather than a
+ * parallel loop per stretch, keeps the threads from waiting for each other
+ * at every stretch, spinning on CPUs the writer's threads need.  Returns 0,
+ * or -1 when memory runs out.
+ */
+static int fill_rows(const generator *g, const int32_t *owner, golden_tensor *t,
+                     golden_case_writer *w)
 {
-    int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1;
-    void *data = t->data;
-    PARALLEL_FOR
+    int64_t rows = t->shape[0];
+    if (rows == 0 || t->bytes == 0)
+        return 0;
+    size_t row_bytes = t->bytes / (size_t)rows;
+    /* At least 16 stretches, so that a tensor of a few MiB is still split. */
+    int64_t per = (int64_t)(STRETCH_BYTES / row_bytes);
+    per = per < (rows + 15) / 16 ? per : (rows + 15) / 16;
+    per = per > 0 ? per : 1;
+    int64_t stretches = (rows + per - 1) / per, prefix = 0;
+    bool *done = calloc((size_t)stretches, sizeof *done);
+    if (!done)
+        return -1;
+    if (w)
+        golden_case_writer_ready(w, t, 0);
+    uint8_t *data = t->data;
+    PARALLEL_FOR_DYNAMIC
+    for (int64_t i = 0; i < stretches; i++) {
+        int64_t end = rows - i * per < per ? rows : (i + 1) * per;
+        for (int64_t r = i * per; r < end; r++) {
+            if (!owner)
+                fill_row(g, r, 0, data + (size_t)r * row_bytes);
+            else if (owner[r] >= 0)
+                fill_row(g, owner[r] / g->top_k, owner[r] % g->top_k,
+                         data + (size_t)r * row_bytes);
+        }
+        if (w) {
+            CRITICAL_STRETCHES
+            {
+                done[i] = true;
+                while (prefix < stretches && done[prefix])
+                    prefix++;
+                int64_t final_rows = prefix * per < rows ? prefix * per : rows;
+                golden_case_writer_ready(w, t, (size_t)final_rows * row_bytes);
+            }
+        }
+    }
+    free(done);
+    return 0;
+}
+
+/*
+ * Fills the [R, H] permuted tensor: the value of token t's slot k at
+ * column h lands in row sorted_indices[t*K + k] (nothing for a dropped
+ * slot), so each row holds the values of the slot that owns it.  Made row
+ * by row in order (each row from its owner) rather than slot by slot, so
+ * that a writer can take the tensor in stretches.  Returns 0, or -1 when
+ * memory runs out.
+ */
+static int fill_permuted(const generator *g, const int32_t *indices, int64_t slots,
+                         golden_tensor *t, golden_case_writer *w)
+{
+    int64_t rows = t->shape[0];
+    int32_t *owner = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *owner);
+    if (!owner)
+        return -1;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t col = 0; col < cols; col++)
-            store(t->dtype, data, (uint64_t)r * (uint64_t)cols + (uint64_t)col,
-                  element_bits(g, r, 0, col));
+        owner[r] = -1;
+    for (int64_t i = 0; i < slots; i++)
+        if (indices[i] < rows)
+            owner[indices[i]] = (int32_t)i;
+    int rc = fill_rows(g, owner, t, w);
+    free(owner);
+    return rc;
 }
 
 /* The generator of one tensor of case s: dtype and value kind, its draws
@@ -916,6 +1190,8 @@ static generator make_generator(const golden_spec *s, moeperm_dtype dtype, golde
         .tokens = format_of(s->dtype),
         .probs = format_of(s->has_probs ? s->probs_dtype : s->dtype),
         .slot_key = prng_stream_key(s->seed, PRNG_STREAM_SLOT),
+        .rows = row_kind_of(dtype, values),
+        .row = row_loops(),
     };
     return g;
 }
@@ -950,8 +1226,10 @@ static int fill_expert_ids(const golden_spec *s, golden_tensor *t, char *err, si
     return 0;
 }
 
-/* Allocates and fills c's inputs for spec s. */
-static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t err_len)
+/* Allocates and fills c's inputs for spec s, handing each to w (when not
+ * NULL) as it is made. */
+static int make_tensors(const golden_spec *s, golden_case *c, golden_case_writer *w, char *err,
+                        size_t err_len)
 {
     int64_t T = s->tokens_num, K = s->top_k, H = s->hidden_size, slots = T * K;
     int64_t R = s->num_rows < 0 ? slots : s->num_rows;
@@ -964,7 +1242,8 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
             return -1;
         values.top_k = 1;
         values.role = ROLE_TOKENS;
-        fill_plain(&values, t);
+        if (fill_rows(&values, NULL, t, w) != 0)
+            return -1;
         if (!(idx = add_tensor(c, "indices", s->index_dtype, 2, T, K)) ||
             fill_expert_ids(s, idx, err, err_len) != 0)
             return -1;
@@ -983,14 +1262,14 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
     const char *permuted = c->op == MOEPERM_OP_PERMUTE_GRAD ? "permuted_output_grad"
                                                            : "permuted_tokens";
     int rc = -1;
-    if (!(t = add_tensor(c, permuted, s->dtype, 2, R, H)))
+    if (!(t = add_tensor(c, permuted, s->dtype, 2, R, H)) ||
+        fill_permuted(&values, indices, slots, t, w) != 0)
         goto done;
-    fill_permuted(&values, s, indices, R, t);
     if (c->op == MOEPERM_OP_UNPERMUTE_GRAD) {
         generator g = make_generator(s, s->dtype, s->values, 1, H, PRNG_STREAM_GRAD, ROLE_GRAD);
-        if (!(t = add_tensor(c, "unpermuted_tokens_grad", s->dtype, 2, T, H)))
+        if (!(t = add_tensor(c, "unpermuted_tokens_grad", s->dtype, 2, T, H)) ||
+            fill_rows(&g, NULL, t, w) != 0)
             goto done;
-        fill_plain(&g, t);
     }
     if (!(idx = add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, slots, 0)))
         goto done;
@@ -998,9 +1277,9 @@ static int make_tensors(const golden_spec *s, golden_case *c, char *err, size_t 
     if (s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD) {
         generator g = make_generator(s, s->probs_dtype, s->probs_values, 1, K,
                                      PRNG_STREAM_PROBS, ROLE_PROBS);
-        if (!(t = add_tensor(c, "probs", s->probs_dtype, 2, T, K)))
+        if (!(t = add_tensor(c, "probs", s->probs_dtype, 2, T, K)) ||
+            fill_rows(&g, NULL, t, w) != 0)
             goto done;
-        fill_plain(&g, t);
     }
     rc = 0;
 done:
@@ -1008,8 +1287,10 @@ done:
     return rc;
 }
 
-int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
-                    size_t err_len)
+/* golden_generate(), handing each tensor to w (when not NULL) as it is
+ * made. */
+static int generate(const golden_spec *s, const char *command, golden_case *c,
+                    golden_case_writer *w, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
     err[0] = '\0';
@@ -1041,7 +1322,7 @@ int golden_generate(const golden_spec *s, const char *command, golden_case *c, c
                      (c->recipe.probs_values || !s->has_probs ||
                       c->op == MOEPERM_OP_PERMUTE_GRAD || c->op == MOEPERM_OP_PERMUTE);
     if (!c->name || !c->description || !c->generator || (command && !c->command) ||
-        !recipe_ok || make_tensors(s, c, err, err_len) != 0) {
+        !recipe_ok || make_tensors(s, c, w, err, err_len) != 0) {
         if (err[0] == '\0')
             snprintf(err, err_len, "out of memory generating %s", s->name);
         golden_case_free(c);
@@ -1055,4 +1336,29 @@ int golden_generate(const golden_spec *s, const char *command, golden_case *c, c
         return -1;
     }
     return 0;
+}
+
+int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
+                    size_t err_len)
+{
+    return generate(s, command, c, NULL, err, err_len);
+}
+
+int golden_generate_write(const golden_spec *s, const char *command, const char *path,
+                          bool force, char *err, size_t err_len)
+{
+    err[0] = '\0';
+    if (golden_spec_check(s, err, err_len) != 0)
+        return -2;
+    golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);
+    if (!w)
+        return -1;
+    golden_case c;
+    if (generate(s, command, &c, w, err, err_len) != 0) {
+        golden_case_writer_abort(w);
+        return -2;
+    }
+    int rc = golden_case_writer_close(w, &c, err, err_len);
+    golden_case_free(&c);
+    return rc;
 }

@@ -23,9 +23,41 @@
 int golden_manifest_parse(const char *manifest_path, const char *text, golden_case *c,
                           char sha[][GOLDEN_SHA256_HEX], char *err, size_t err_len);
 
-/* c's manifest as a malloc'd string of *size bytes, hashing every tensor's
- * data (NULL when memory runs out). */
-char *golden_manifest_text(const golden_case *c, size_t *size);
+/* c's manifest as a malloc'd string of *size bytes, sha[i] the hash of
+ * c->tensors[i] (NULL when memory runs out). */
+char *golden_manifest_text(const golden_case *c, const char sha[][GOLDEN_SHA256_HEX],
+                           size_t *size);
+
+/*
+ * The case directory writer behind golden_case_write(): it hashes and
+ * writes tensors in two threads of its own while the caller makes the next
+ * ones, or the rest of the one it is making.
+ *
+ * golden_case_writer_open() checks path as golden_case_write() does and
+ * creates the temporary directory the case is written into.  Returns the
+ * writer, or NULL with a sentence in err (nothing at path changed).
+ *
+ * golden_case_writer_ready() says that the first `ready` bytes of t's data
+ * are final: the first call for t creates its file (on the calling thread,
+ * so a signal's cleanup never races a new file) and hands t to the
+ * threads, which write and hash up to `ready` and wait for more.  t and its
+ * data must stay in place until the writer is closed or aborted.
+ *
+ * golden_case_writer_close() hands over every tensor of c not yet complete,
+ * waits for the threads, writes the manifest with the hashes they made and
+ * puts the case in place; it returns as golden_case_write() does and frees
+ * w.  golden_case_writer_abort() stops the threads, removes the temporary
+ * directory and frees w.  Calls for a tensor already handed over may come
+ * from any thread (the generator's threads report the rows they finish);
+ * every other call comes from the thread that opened the writer.
+ */
+typedef struct golden_case_writer golden_case_writer;
+golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
+                                            size_t err_len);
+void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, size_t ready);
+int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *err,
+                             size_t err_len);
+void golden_case_writer_abort(golden_case_writer *w);
 
 /* A shape as the manifest writes it, "[64, 7168]". */
 void golden_format_shape(char *buf, size_t len, const int64_t *dims, size_t ndim);

@@ -651,7 +651,8 @@ static void put_recipe(FILE *f, const golden_recipe *recipe)
     fputc('}', f);
 }
 
-char *golden_manifest_text(const golden_case *c, size_t *size)
+char *golden_manifest_text(const golden_case *c, const char sha[][GOLDEN_SHA256_HEX],
+                           size_t *size)
 {
     char *text = NULL;
     FILE *f = open_memstream(&text, size);
@@ -674,14 +675,12 @@ char *golden_manifest_text(const golden_case *c, size_t *size)
     fputs(",\n  \"tensors\": {\n", f);
     for (size_t i = 0; i < c->tensor_count; i++) {
         const golden_tensor *t = &c->tensors[i];
-        char hex[GOLDEN_SHA256_HEX];
-        golden_sha256_hex(t->data, t->bytes, hex);
         fprintf(f, "    \"%s\": {\"role\": \"%s\", \"file\": \"%s.bin\", \"dtype\": \"%s\", "
                    "\"shape\": [",
                 t->name, golden_role_name(t->role), t->name, golden_dtype_name(t->dtype));
         for (uint64_t d = 0; d < t->ndim; d++)
             fprintf(f, "%s%" PRId64, d ? ", " : "", t->shape[d]);
-        fprintf(f, "], \"sha256\": \"%s\"}%s\n", hex, i + 1 < c->tensor_count ? "," : "");
+        fprintf(f, "], \"sha256\": \"%s\"}%s\n", sha[i], i + 1 < c->tensor_count ? "," : "");
     }
     fputs("  }\n}\n", f);
     if (fclose(f) != 0) {
