@@ -153,6 +153,7 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
 typedef struct tensor_job {
     const golden_tensor *t;
     int fd;
+    bool direct;                 /* fd was opened with O_DIRECT */
     size_t ready;                /* bytes final, under the lock */
     char hex[GOLDEN_SHA256_HEX]; /* the hash thread's, once it is past the end */
 } tensor_job;
@@ -190,14 +191,15 @@ static void writer_fail(golden_case_writer *w, const golden_tensor *t, int error
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Waits until tensor i has final bytes past done; returns how many (0 when
- * done is its end), or -1 when there is no tensor i and will be none, or
- * the writer stops. */
-static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done)
+/* Waits until tensor i has `want` final bytes past done, or all that are
+ * left; returns how many it has (0 when done is its end), or -1 when there
+ * is no tensor i and will be none, or the writer stops. */
+static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done, size_t want)
 {
     pthread_mutex_lock(&w->lock);
-    while (!w->stopping && (i < w->count ? w->jobs[i].ready == done && done < w->jobs[i].t->bytes
-                                         : !w->closing))
+    while (!w->stopping &&
+           (i < w->count ? w->jobs[i].ready - done < want && w->jobs[i].ready < w->jobs[i].t->bytes
+                         : !w->closing))
         pthread_cond_wait(&w->changed, &w->lock);
     int64_t n = w->stopping || i >= w->count ? -1 : (int64_t)(w->jobs[i].ready - done);
     pthread_mutex_unlock(&w->lock);
@@ -240,20 +242,77 @@ static void after_write(int fd, size_t written, size_t piece, size_t *released)
 #endif
 }
 
+/* pwrite() of all size bytes at offset, looping on short writes and
+ * EINTR.  Returns 0 or -1 with errno set. */
+static int pwrite_all(int fd, const uint8_t *data, size_t size, size_t offset)
+{
+    while (size > 0) {
+        ssize_t put = pwrite(fd, data, size, (off_t)offset);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0) {
+            if (put == 0)
+                errno = EIO;
+            return -1;
+        }
+        data += put;
+        offset += (size_t)put;
+        size -= (size_t)put;
+    }
+    return 0;
+}
+
+/* Turns O_DIRECT off for the rest of a file: for its last bytes when they
+ * are less than a block, or when the file system refuses it. */
+static void stop_direct(int fd, bool *direct)
+{
+#ifdef O_DIRECT
+    int flags = fcntl(fd, F_GETFL);
+    if (flags != -1)
+        fcntl(fd, F_SETFL, flags & ~O_DIRECT);
+#endif
+    *direct = false;
+}
+
+/*
+ * Each piece of a file opened with O_DIRECT (whole blocks: the thread
+ * waits for a block's worth of final bytes) goes from the tensor's memory
+ * to the disk: no copy into the page cache, nothing left there, and the
+ * write returns when the disk has it.  Any other piece goes through the
+ * page cache and after_write().  A piece refused under O_DIRECT (EINVAL:
+ * the file system wants other alignments) is written again through the
+ * page cache.
+ */
 static void *write_thread(void *arg)
 {
     golden_case_writer *w = arg;
     for (size_t i = 0;; i++) {
-        int64_t n;
+        int64_t n = wait_bytes(w, i, 0, 1); /* tensor i is there, or the end */
+        if (n < 0)
+            return NULL;
+        const tensor_job *job = &w->jobs[i];
+        const uint8_t *data = job->t->data;
+        bool direct = job->direct;
         size_t released = 0;
-        for (size_t done = 0; (n = wait_bytes(w, i, done)) > 0;) {
-            const tensor_job *job = &w->jobs[i];
+        for (size_t done = 0; (n = wait_bytes(w, i, done, direct ? GOLDEN_IO_ALIGN : 1)) > 0;) {
             size_t piece = (size_t)n < WRITE_PIECE ? (size_t)n : WRITE_PIECE;
-            if (golden_write_all(job->fd, (const uint8_t *)job->t->data + done, piece) != 0) {
+            if (direct && piece % GOLDEN_IO_ALIGN != 0) {
+                if (piece > GOLDEN_IO_ALIGN)
+                    piece -= piece % GOLDEN_IO_ALIGN;
+                else
+                    stop_direct(job->fd, &direct);
+            }
+            int rc = pwrite_all(job->fd, data + done, piece, done);
+            if (rc != 0 && direct && errno == EINVAL) {
+                stop_direct(job->fd, &direct);
+                rc = pwrite_all(job->fd, data + done, piece, done);
+            }
+            if (rc != 0) {
                 writer_fail(w, job->t, errno);
                 return NULL;
             }
-            after_write(job->fd, done, piece, &released);
+            if (!direct)
+                after_write(job->fd, done, piece, &released);
             done += piece;
         }
         if (n < 0)
@@ -269,7 +328,7 @@ static void *hash_thread(void *arg)
         uint8_t digest[SHA256_DIGEST_SIZE];
         int64_t n;
         sha256_init(&ctx);
-        for (size_t done = 0; (n = wait_bytes(w, i, done)) > 0; done += (size_t)n)
+        for (size_t done = 0; (n = wait_bytes(w, i, done, 1)) > 0; done += (size_t)n)
             sha256_update(&ctx, (size_t)n, (const uint8_t *)w->jobs[i].t->data + done);
         if (n < 0)
             return NULL;
@@ -430,7 +489,16 @@ void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, siz
         return;
     }
     char *file = golden_strdup_printf("%s/%s.bin", w->tmp, t->name);
-    int fd = file ? open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd = -1;
+    bool direct = false;
+#ifdef O_DIRECT
+    direct = t->bytes >= GOLDEN_DIRECT_MIN && (uintptr_t)t->data % GOLDEN_IO_ALIGN == 0;
+    if (file && direct)
+        fd = open(file, flags | O_DIRECT, 0666);
+    direct = fd >= 0;
+#endif
+    if (file && fd < 0)
+        fd = open(file, flags, 0666);
     int error = file ? errno : ENOMEM;
     free(file);
     if (fd < 0) {
@@ -438,7 +506,7 @@ void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, siz
         return;
     }
     pthread_mutex_lock(&w->lock);
-    w->jobs[i] = (tensor_job){.t = t, .fd = fd, .ready = ready};
+    w->jobs[i] = (tensor_job){.t = t, .fd = fd, .direct = direct, .ready = ready};
     w->count = i + 1;
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);

@@ -1042,9 +1042,10 @@ static void store(moeperm_dtype dtype, void *data, uint64_t i, uint32_t bits)
     }
 }
 
-/* Appends a tensor of the operator's slot `name` with its memory zeroed
- * (an output the operator leaves partly untouched has zeros there).
- * Returns it, or NULL when memory runs out. */
+/* Appends an input of the operator's slot `name`.  A large one is aligned
+ * for the writer to hand it to the disk without a copy (GOLDEN_IO_ALIGN)
+ * and not zeroed: its fill writes every byte.  Returns it, or NULL when
+ * memory runs out. */
 static golden_tensor *add_tensor(golden_case *c, const char *name, moeperm_dtype dtype,
                                  uint64_t ndim, int64_t d0, int64_t d1)
 {
@@ -1063,7 +1064,11 @@ static golden_tensor *add_tensor(golden_case *c, const char *name, moeperm_dtype
     t->shape[1] = d1;
     t->bytes = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1) * moeperm_dtype_size(dtype);
     t->file = golden_strdup_printf("%s.bin", name);
-    t->data = t->bytes ? calloc(1, t->bytes) : NULL;
+    if (t->bytes >= GOLDEN_DIRECT_MIN)
+        t->data = aligned_alloc(GOLDEN_IO_ALIGN, (t->bytes + GOLDEN_IO_ALIGN - 1) /
+                                                     GOLDEN_IO_ALIGN * GOLDEN_IO_ALIGN);
+    else
+        t->data = t->bytes ? calloc(1, t->bytes) : NULL;
     if (!t->file || (t->bytes && !t->data))
         return NULL;
     return t;
@@ -1096,8 +1101,8 @@ static void fill_row(const generator *g, int64_t t, int64_t k, void *dst)
 
 /*
  * Fills the rows of a [rows, hidden] tensor: row r is row (r, 0) of g, or
- * with owner row (owner[r] / K, owner[r] % K), or stays zero where
- * owner[r] is -1 (a row no slot owns).  The threads take stretches of rows
+ * with owner row (owner[r] / K, owner[r] % K), or zeros where owner[r] is
+ * -1 (a row no slot owns).  The threads take stretches of rows
  * in order as they come free, and w (when not NULL) learns after each one
  * how many leading bytes are final.  Handing out stretches, rather than a
  * parallel loop per stretch, keeps the threads from waiting for each other
@@ -1131,6 +1136,8 @@ static int fill_rows(const generator *g, const int32_t *owner, golden_tensor *t,
             else if (owner[r] >= 0)
                 fill_row(g, owner[r] / g->top_k, owner[r] % g->top_k,
                          data + (size_t)r * row_bytes);
+            else
+                memset(data + (size_t)r * row_bytes, 0, row_bytes);
         }
         if (w) {
             CRITICAL_STRETCHES

@@ -52,6 +52,14 @@ char *golden_manifest_text(const golden_case *c, const char sha[][GOLDEN_SHA256_
  * every other call comes from the thread that opened the writer.
  */
 typedef struct golden_case_writer golden_case_writer;
+
+/* A tensor of at least GOLDEN_DIRECT_MIN bytes whose data is aligned to
+ * GOLDEN_IO_ALIGN bytes (the generator allocates its inputs so) goes from
+ * memory to the disk without a copy into the page cache, where the
+ * platform can (O_DIRECT). */
+#define GOLDEN_IO_ALIGN ((size_t)4096)
+#define GOLDEN_DIRECT_MIN ((size_t)1 << 20)
+
 golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
                                             size_t err_len);
 void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, size_t ready);
