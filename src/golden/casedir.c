@@ -218,9 +218,9 @@ static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done, size_t w
  *   the page cache, so the pages of the next writes are pages just freed.
  *   A case of a few GiB would otherwise take as many fresh pages again as
  *   its own memory, and first touching a page can cost several times the
- *   copy into it (in a virtual machine whose host takes free guest memory
- *   back, writing a 1 GiB case took one to two seconds more CPU time).
- *   It also paces the writer to the disk, which is the point.
+ *   copy into it (on the virtual machine of docs/performance.md, writing
+ *   a 1 GiB case that way took one to two seconds more CPU time).  It
+ *   also paces the writer to the disk, which is the point.
  *
  * Both are hints: fsync() at the end reports any error.
  */

@@ -1295,7 +1295,8 @@ done:
 }
 
 /* golden_generate(), handing each tensor to w (when not NULL) as it is
- * made. */
+ * made.  On failure c is left to the caller to free: after w is stopped,
+ * since w's threads may still be reading its tensors. */
 static int generate(const golden_spec *s, const char *command, golden_case *c,
                     golden_case_writer *w, char *err, size_t err_len)
 {
@@ -1332,14 +1333,12 @@ static int generate(const golden_spec *s, const char *command, golden_case *c,
         !recipe_ok || make_tensors(s, c, w, err, err_len) != 0) {
         if (err[0] == '\0')
             snprintf(err, err_len, "out of memory generating %s", s->name);
-        golden_case_free(c);
         return -1;
     }
 
     char inner[768];
     if (golden_case_finish(c, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", s->name, inner);
-        golden_case_free(c);
         return -1;
     }
     return 0;
@@ -1348,7 +1347,11 @@ static int generate(const golden_spec *s, const char *command, golden_case *c,
 int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
                     size_t err_len)
 {
-    return generate(s, command, c, NULL, err, err_len);
+    if (generate(s, command, c, NULL, err, err_len) != 0) {
+        golden_case_free(c);
+        return -1;
+    }
+    return 0;
 }
 
 int golden_generate_write(const golden_spec *s, const char *command, const char *path,
@@ -1363,6 +1366,7 @@ int golden_generate_write(const golden_spec *s, const char *command, const char 
     golden_case c;
     if (generate(s, command, &c, w, err, err_len) != 0) {
         golden_case_writer_abort(w);
+        golden_case_free(&c);
         return -2;
     }
     int rc = golden_case_writer_close(w, &c, err, err_len);
