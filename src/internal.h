@@ -113,7 +113,7 @@ moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t nd
 moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor *indices,
                                 int64_t top_k, bool padded_mode, const moeperm_tensor *out);
 
-/* The arithmetic of spec §2 over a validated plan (permute_grad.c), split
+/* The arithmetic of docs/arithmetic.md over a validated plan (permute_grad.c), split
  * over threads when threads > 1 (0 = the OpenMP default).  Any index outside
  * [0, R) is skipped, so even indices that changed after validation cannot
  * make it read out of bounds. */

@@ -2,7 +2,7 @@
  * validate.c - every check of the first phase, each with the aclnn status
  * and a sentence that names the offending value.
  *
- * The vendor's host code checks little (spec §3); a reference oracle must
+ * The vendor's host code checks little (docs/npu.md); a reference oracle must
  * refuse everything a correct kernel is not defined for, so that a bad
  * argument is reported here instead of surfacing as wrong bits later.  The
  * kernel itself is still written to stay in bounds whatever the indices

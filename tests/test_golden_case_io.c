@@ -629,7 +629,7 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     free(orig);
 }
 
-/* interfaces.md: tools find every case.json below a directory, links
+/* docs/golden-format.md: tools find every case.json below a directory, links
  * included.  The tree (under links/):
  *   a/c0        a case
  *   b -> a      a second name for a: listed once, as a/c0

@@ -45,7 +45,7 @@ int golden_write_file_atomic_with_header(const char *path, const void *header,
                                          char *err, size_t err_len);
 
 /*
- * Cleanup of temporaries when a signal ends the process (issue 6).
+ * Cleanup of temporaries when a signal ends the process.
  *
  * An output appears only by rename(), so a process killed mid-write never
  * leaves a torn output; what it can leave is its temporary, or (for a case

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "golden/prng.h"
 #include <moeperm/golden.h>
 
 #include "golden/fileio.h"
@@ -48,12 +49,10 @@ typedef struct blob {
     size_t size;
 } blob;
 
+/* SplitMix64 as a sequence, from the golden library's generator. */
 static uint64_t next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
+    return prng_mix64(*s += PRNG_GAMMA);
 }
 
 static blob slurp(const char *path)
