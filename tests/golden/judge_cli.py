@@ -227,6 +227,22 @@ if "repeats" in p.stderr and not os.path.exists(os.path.join(tmp, "mine", "dup")
 else:
     fail("duplicates: %s" % p.stderr)
 
+# A built-in edge kind: the report names the scenario of the differing
+# columns (a saturating device shows in the overflow kind's scenario 0).
+run("golden", "--out", os.path.join(tmp, "edge"), "--tokens", "16", "--top-k", "4", "--hidden",
+    "12", "--dtype", "bf16", "--values", "overflow", "--name", "ovf", expect=0)
+c = os.path.join(tmp, "edge", "ovf")
+outs, _ = outputs_of(c)
+a = load(c, "input_grad", outs["input_grad"]).copy()
+inf = (a & 0x7fff) == 0x7f80
+a[inf] = (a[inf] & 0x8000) | 0x7f7f
+a.tofile(os.path.join(tmp, "saturated.bin"))
+p = run("compare", c, os.path.join(tmp, "saturated.bin"), expect=1)
+if "saturate" in p.stdout and "0 (max + max: inf, or max on a saturating device)" in p.stdout:
+    ok("a saturating output is named, with the scenario its columns hold")
+else:
+    fail("saturation: %s" % p.stdout)
+
 shutil.rmtree(tmp)
 print("%d failed" % failures)
 sys.exit(1 if failures else 0)
