@@ -152,7 +152,22 @@ def _bool(value, name):
     raise TypeError("%s is a %s; it must be a bool" % (name, type(value).__name__))
 
 
-def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
+def _same_dtype(out_view, like, like_name):
+    if out_view.dtype != like.dtype:
+        raise TypeError("%s dtype %s differs from %s dtype %s"
+                        % (out_view.name, _arrays.dtype_word(out_view), like_name,
+                           _arrays.dtype_word(like)))
+    return out_view
+
+
+def _out_pair(out, names):
+    if not isinstance(out, (tuple, list)) or len(out) != len(names):
+        raise TypeError("out is a %s; it must be a tuple (%s)"
+                        % (type(out).__name__, ", ".join(names)))
+    return out
+
+
+def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *, out=None):
     """moe_token_permute() returns (permuted_tokens, sorted_indices), the MoE
     token dispatch of the Ascend kernel, with its bits: each token is copied
     once for each of its top_k expert slots, and the copies are grouped by
@@ -178,6 +193,8 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
         positive n keeps n; the count is then clamped to [0, tokens_num *
         top_k].  Copies ranked at or past it are dropped.
     padded_mode: must be False.
+    out: optional (permuted_tokens, sorted_indices) to write into (and
+        return), any non-negative strides; a keyword torch_npu does not have.
 
     Returns permuted_tokens [num_out, hidden_size] of the dtype of tokens
     and int32 sorted_indices [tokens_num * top_k], both numpy arrays for a
@@ -197,9 +214,18 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     slots = int(np.prod(indices_view.shape, dtype=np.int64))
     rows = count + slots if count <= 0 else count
     rows = min(max(rows, 0), slots)
-    permuted, permuted_view = _arrays.empty(tokens_view, (rows, tokens_view.shape[1]),
-                                            tokens_view.dtype, "permuted_tokens")
-    sorted_indices, sorted_view = _arrays.empty(tokens_view, (slots,), INT32, "sorted_indices")
+    if out is None:
+        permuted, permuted_view = _arrays.empty(tokens_view, (rows, tokens_view.shape[1]),
+                                                tokens_view.dtype, "permuted_tokens")
+        sorted_indices, sorted_view = _arrays.empty(tokens_view, (slots,), INT32,
+                                                    "sorted_indices")
+    else:
+        permuted, sorted_indices = _out_pair(out, ("permuted_tokens", "sorted_indices"))
+        permuted_view = _same_dtype(view(permuted, "out[0]", _FLOATS + (_INT8,), 2,
+                                         "[num_out, hidden_size]", out=True), tokens_view,
+                                    "tokens")
+        sorted_view = view(sorted_indices, "out[1]", (INT32,), 1, "[tokens_num * top_k]",
+                           out=True)
     _capi.call(_capi.TOKEN_PERMUTE, {
         "tokens": tokens_view, "indices": indices_view, "num_out_tokens": count,
         "padded_mode": mode, "permuted_tokens": permuted_view,
@@ -208,7 +234,7 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
 
 
 def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False,
-                        restore_shape=None):
+                        restore_shape=None, *, out=None):
     """moe_token_unpermute() returns unpermuted_tokens, the MoE combine of the
     Ascend kernel, with its bits.  For token n, column h and its top_k slots
     k, with s = sorted_indices[n*top_k + k]:
@@ -233,6 +259,8 @@ def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode
     padded_mode: must be False.
     restore_shape: None or a sequence of integers (torch.Size); accepted and
         ignored, as the Atlas A2/A3 kernel ignores it.
+    out: optional [tokens_num, hidden_size] array or tensor of the tokens'
+        dtype to write into (and return), any non-negative strides.
 
     Returns unpermuted_tokens [tokens_num, hidden_size] of the dtype and kind
     of permuted_tokens.  Raises as moe_token_permute() does; thread safe.
@@ -245,8 +273,13 @@ def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode
     mode = _bool(padded_mode, "padded_mode")
     shape = _shape_value(restore_shape, "restore_shape")
     tokens = probs_view.shape[0] if probs_view is not None else indices_view.shape[0]
-    result, out_view = _arrays.empty(tokens_view, (tokens, tokens_view.shape[1]),
-                                     tokens_view.dtype, "out")
+    if out is None:
+        result, out_view = _arrays.empty(tokens_view, (tokens, tokens_view.shape[1]),
+                                         tokens_view.dtype, "out")
+    else:
+        result = out
+        out_view = _same_dtype(view(out, "out", _FLOATS, 2, "[tokens_num, hidden_size]",
+                                    out=True), tokens_view, "permuted_tokens")
     _capi.call(_capi.TOKEN_UNPERMUTE, {
         "permuted_tokens": tokens_view, "sorted_indices": indices_view, "probs": probs_view,
         "padded_mode": mode, "restore_shape": shape, "out": out_view})
@@ -270,7 +303,8 @@ def _chip_struct(chip):
 
 
 def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_indices,
-                             probs=None, padded_mode=False, restore_shape=None, *, chip=None):
+                             probs=None, padded_mode=False, restore_shape=None, *, chip=None,
+                             out=None):
     """moe_token_unpermute_grad() returns (permuted_tokens_grad, probs_grad),
     the backward of moe_token_unpermute() as the Ascend kernel computes it.
     With g = unpermuted_tokens_grad, for every slot i = n*top_k + k whose row
@@ -295,6 +329,8 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     chip: the chip whose reduction order probs_grad follows, a
         moeperm.Chip(ub_bytes, vector_cores); None means moeperm.CHIP_A2,
         Atlas A2 (and A3).  Only probs_grad depends on it.
+    out: optional (permuted_tokens_grad, probs_grad) to write into (and
+        return); probs_grad None exactly when probs is None.
 
     Returns permuted_tokens_grad [rows, hidden_size] (the tokens' dtype) and
     probs_grad [tokens_num, top_k] (the dtype of probs), or None for
@@ -313,12 +349,24 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     mode = _bool(padded_mode, "padded_mode")
     shape = _shape_value(restore_shape, "restore_shape")
     chip_struct = None if chip is None else _chip_struct(chip)
-    tokens_grad, tokens_grad_view = _arrays.zeros(tokens_view, tokens_view.shape,
-                                                  tokens_view.dtype, "permuted_tokens_grad")
     probs_grad, probs_grad_view = None, None
-    if probs_view is not None:
-        probs_grad, probs_grad_view = _arrays.zeros(tokens_view, probs_view.shape,
-                                                    probs_view.dtype, "probs_grad")
+    if out is None:
+        tokens_grad, tokens_grad_view = _arrays.zeros(tokens_view, tokens_view.shape,
+                                                      tokens_view.dtype, "permuted_tokens_grad")
+        if probs_view is not None:
+            probs_grad, probs_grad_view = _arrays.zeros(tokens_view, probs_view.shape,
+                                                        probs_view.dtype, "probs_grad")
+    else:
+        tokens_grad, probs_grad = _out_pair(out, ("permuted_tokens_grad", "probs_grad"))
+        tokens_grad_view = _same_dtype(view(tokens_grad, "out[0]", _FLOATS, 2,
+                                            "[rows, hidden_size]", out=True), tokens_view,
+                                       "permuted_tokens")
+        if (probs_grad is None) != (probs_view is None):
+            raise ValueError("out[1] must be None exactly when probs is None")
+        if probs_view is not None:
+            probs_grad_view = _same_dtype(view(probs_grad, "out[1]", _FLOATS, 2,
+                                               "[tokens_num, top_k]", out=True), probs_view,
+                                          "probs")
     configure = None
     if chip_struct is not None:
         set_chip = _capi.function("moeperm_executor_set_chip")

@@ -130,3 +130,35 @@ def test_misuse_is_a_type_or_value_error_naming_the_argument():
         moeperm.moe_token_permute(x.reshape(-1), ids)
     with pytest.raises(TypeError, match=r"^padded_mode is a str; it must be a bool$"):
         moeperm.moe_token_permute(x, ids, padded_mode="no")
+
+
+def test_out_pair_is_written_in_place_and_returned():
+    rng = np.random.default_rng(11)
+    x = random_bits(rng, (6, 4), np.uint16)
+    ids = rng.integers(0, 3, (6, 2)).astype(np.int32)
+    storage = np.full((12, 8), 7, np.uint16)
+    permuted = storage[:, ::2]                 # strided [12, 4]
+    sorted_indices = np.full(12, -1, np.int32)
+    result = moeperm.moe_token_permute(x, ids, out=(permuted, sorted_indices))
+    assert result[0] is permuted and result[1] is sorted_indices
+    want = models.permute(x, ids)
+    assert permuted.tolist() == want[0].tolist() and sorted_indices.tolist() == want[1].tolist()
+    assert (storage[:, 1::2] == 7).all()
+
+
+def test_refused_call_leaves_out_untouched():
+    permuted = np.full((8, 3), 5.0, np.float32)
+    sorted_indices = np.full(8, 9, np.int32)
+    with pytest.raises(moeperm.Error, match=r"^indices\[3\]\[1\] = -2 is outside"):
+        moeperm.moe_token_permute(np.ones((4, 3), np.float32),
+                                  np.array([[1, 0], [2, 1], [0, 3], [3, -2]], np.int32),
+                                  out=(permuted, sorted_indices))
+    assert (permuted == 5.0).all() and (sorted_indices == 9).all()
+    with pytest.raises(TypeError, match=r"^out\[0\] dtype float16 differs from tokens dtype "
+                                        r"float32$"):
+        moeperm.moe_token_permute(np.ones((4, 3), np.float32), np.zeros((4, 2), np.int32),
+                                  out=(permuted.astype(np.float16), sorted_indices))
+    with pytest.raises(TypeError, match=r"^out is a ndarray; it must be a tuple "
+                                        r"\(permuted_tokens, sorted_indices\)$"):
+        moeperm.moe_token_permute(np.ones((4, 3), np.float32), np.zeros((4, 2), np.int32),
+                                  out=permuted)

@@ -146,3 +146,21 @@ def test_misuse_is_a_type_or_value_error_naming_the_argument():
     with pytest.raises(TypeError, match=r"^restore_shape\[1\] is a float; it must be an "
                                         r"integer$"):
         moeperm.moe_token_unpermute(x, np.arange(4), restore_shape=(4, 3.0))
+
+
+def test_out_is_written_in_place_and_returned_and_untouched_on_refusal():
+    rng = np.random.default_rng(12)
+    x = models.random_grad(rng, (12, 5), np.uint16)
+    idx = models.random_permutation(rng, 12)
+    probs = random_probs(rng, (4, 3), np.float32)
+    storage = np.full((5, 8), 3, np.uint16)
+    out = storage.T[2:6]                       # [4, 5]: transposed, with an offset
+    assert moeperm.moe_token_unpermute(x, idx, probs, out=out) is out
+    models.assert_same_bits(models.unpermute(x, idx, probs), np.ascontiguousarray(out))
+    assert (storage.T[:2] == 3).all() and (storage.T[6:] == 3).all()
+    kept = out.copy()
+    with pytest.raises(moeperm.Error, match=r"repeats"):
+        moeperm.moe_token_unpermute(x, np.zeros(12, np.int32), probs, out=out)
+    assert (out == kept).all()
+    with pytest.raises(ValueError, match=r"^out is read-only$"):
+        moeperm.moe_token_unpermute(x, idx, probs, out=np.broadcast_to(kept, kept.shape))

@@ -164,3 +164,23 @@ def test_misuse_is_a_type_or_value_error_naming_the_argument():
         moeperm.moe_token_unpermute_grad(x, g.reshape(2, 3, 1), np.arange(4))
     with pytest.raises(TypeError, match=r"^sorted_indices dtype float64 is not supported"):
         moeperm.moe_token_unpermute_grad(x, g, np.arange(4.0))
+
+
+def test_out_pair_is_written_in_place_and_returned():
+    rng = np.random.default_rng(13)
+    x = models.random_grad(rng, (10, 6), np.float16)
+    g = models.random_grad(rng, (4, 6), np.float16)
+    idx = models.random_permutation(rng, 12)
+    probs = random_probs(rng, (4, 3), np.uint16)
+    want = moeperm.moe_token_unpermute_grad(x, g, idx, probs)
+    out = (np.full((10, 6), 9, np.float16), np.full((3, 4), 9, np.uint16).T)
+    result = moeperm.moe_token_unpermute_grad(x, g, idx, probs, out=out)
+    assert result[0] is out[0] and result[1] is out[1]
+    for a, b in zip(want, out):
+        assert models.bits(a).tolist() == models.bits(b).tolist()
+    with pytest.raises(ValueError, match=r"^out\[1\] must be None exactly when probs is None$"):
+        moeperm.moe_token_unpermute_grad(x, g, idx, probs, out=(out[0], None))
+    with pytest.raises(TypeError, match=r"^out\[1\] dtype float32 differs from probs dtype "
+                                        r"uint16 \(bf16 bit patterns\)$"):
+        moeperm.moe_token_unpermute_grad(x, g, idx, probs,
+                                         out=(out[0], np.zeros((4, 3), np.float32)))
