@@ -3,10 +3,13 @@
 called from Python against the C API.
 
 For each operator: `moeperm bench --op OP --json`'s median (the two-phase
-API called from C, outputs reused), and the package's function on numpy
-arrays with out= (outputs made once, the C loop's work) and without (a fresh
-result each call, whose new pages the kernel must fault in and zero), taken
-in turns.  Then the per-call cost on a tiny shape, numpy and torch.
+API called from C, outputs reused, large shapes started cold); the same two
+C calls made in this process on this script's arrays, tensors created once;
+and the package's function on numpy arrays with out= (outputs made once, the
+C loop's work) and without (a fresh result each call, whose new pages the
+kernel must fault in and zero).  The last three are taken in turns, so that
+a busy machine slows them alike; the percentages are over the C calls made
+here.  Then the per-call cost on a tiny shape, numpy and torch.
 (moe_token_permute_grad has its own script: bench_permute_grad.py.)
 
 usage: bench_operators.py [--moeperm PATH] [--tokens T] [--topk K]
@@ -22,9 +25,12 @@ import subprocess
 import sys
 import time
 
+import ctypes
+
 import numpy as np
 
 import moeperm
+from moeperm import _arrays, _capi
 
 DTYPES = {"bf16": np.uint16, "float16": np.float16, "float32": np.float32}
 OPS = ("permute", "unpermute", "unpermute-grad")
@@ -60,12 +66,34 @@ def arguments(op, tokens, top_k, hidden, dtype, seed=42):
 
 
 def with_out(op, args):
-    """The operator's function, and a call of it into outputs made once
-    (out=, the C bench's work)."""
+    """The operator's function, a call of it into outputs made once (out=,
+    the C bench's work), and the two C calls alone on those arrays, through
+    ctypes with the tensors created once: the C API in this process."""
     fn = {"permute": moeperm.moe_token_permute, "unpermute": moeperm.moe_token_unpermute,
           "unpermute-grad": moeperm.moe_token_unpermute_grad}[op]
-    result = fn(*args)  # also faults the outputs' pages in
-    return (lambda: fn(*args, out=result)), fn
+    out = fn(*args)  # also faults the outputs' pages in
+    result = out if isinstance(out, tuple) else (out,)
+    table = {"permute": _capi.TOKEN_PERMUTE, "unpermute": _capi.TOKEN_UNPERMUTE,
+             "unpermute-grad": _capi.TOKEN_UNPERMUTE_GRAD}[op]
+    arrays = list(args) + list(result)
+    handles = []
+    for name, kind in table.params:
+        if kind in (_capi.ARG_TENSOR, _capi.ARG_OPT_TENSOR, _capi.ARG_OUT, _capi.ARG_OPT_OUT):
+            a = arrays.pop(0)
+            handles.append(_capi.tensor(_arrays.view(a, name, (_arrays._NUMPY_CODES[a.dtype],))))
+        elif kind == _capi.ARG_SHAPE:
+            handles += [None, 0]
+        else:
+            handles.append(0 if kind == _capi.ARG_INT64 else False)
+    prepare, run = table.bind()
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(None)
+    ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
+
+    def c_call():
+        status = prepare(*handles, ws_ref, ex_ref) or run(None, 0, ex, None)
+        if status:
+            raise _capi.error_for(status)
+    return c_call, (lambda: fn(*args, out=out)), fn
 
 
 def turns(fns, reps):
@@ -119,9 +147,9 @@ def main():
     for op in OPS:
         c_median, threads = c_seconds(a.moeperm, op, a.tokens, a.topk, a.hidden, a.dtype, a.reps)
         args = arguments(op, a.tokens, a.topk, a.hidden, a.dtype)
-        call, fn = with_out(op, args)
-        py_out, py_new = turns([call, lambda: fn(*args)], 2 * a.reps)
-        del args, call
+        c_call, call, fn = with_out(op, args)
+        c_here, py_out, py_new = turns([c_call, call, lambda: fn(*args)], 3 * a.reps)
+        del args, call, c_call
         tiny_args = arguments(op, 1, 1, 1, a.dtype)
         tiny_c, _ = c_seconds(a.moeperm, op, 1, 1, 1, a.dtype, a.reps)
         tiny_numpy = per_call(lambda: fn(*tiny_args), a.reps)
@@ -131,10 +159,10 @@ def main():
             tiny_torch = per_call(lambda: fn(*targs), a.reps)
         report["threads"] = threads
         report["ops"][op] = {
-            "c_seconds_median": c_median, "python_out_seconds_median": py_out,
-            "python_new_seconds_median": py_new,
-            "python_out_over_c": py_out / c_median - 1,
-            "python_new_over_c": py_new / c_median - 1,
+            "c_seconds_median": c_median, "c_in_process_seconds_median": c_here,
+            "python_out_seconds_median": py_out, "python_new_seconds_median": py_new,
+            "python_out_over_c_in_process": py_out / c_here - 1,
+            "python_new_over_c_in_process": py_new / c_here - 1,
             "tiny_c_seconds": tiny_c, "tiny_numpy_seconds": tiny_numpy,
             "tiny_torch_seconds": tiny_torch}
     if a.json:
@@ -142,16 +170,17 @@ def main():
         return 0
     print("T=%d K=%d H=%d %s, %d threads, medians of %d"
           % (a.tokens, a.topk, a.hidden, a.dtype, report["threads"], a.reps))
-    print("%-15s %10s %18s %18s   %s" % ("operator", "C API", "Python, out=", "Python, new",
-                                         "tiny: C / numpy / torch"))
+    print("%-15s %10s %10s %18s %18s   %s" % ("operator", "C bench", "C here", "Python, out=",
+                                              "Python, new", "tiny: C / numpy / torch"))
     for op, r in report["ops"].items():
         tiny = "%.2f / %.1f / %s us" % (r["tiny_c_seconds"] * 1e6, r["tiny_numpy_seconds"] * 1e6,
                                         "%.1f" % (r["tiny_torch_seconds"] * 1e6)
                                         if r["tiny_torch_seconds"] else "-")
-        print("%-15s %7.2f ms %8.2f ms %+5.1f%% %8.2f ms %+5.1f%%   %s"
-              % (op, r["c_seconds_median"] * 1e3, r["python_out_seconds_median"] * 1e3,
-                 100 * r["python_out_over_c"], r["python_new_seconds_median"] * 1e3,
-                 100 * r["python_new_over_c"], tiny))
+        print("%-15s %7.2f ms %7.2f ms %8.2f ms %+5.1f%% %8.2f ms %+5.1f%%   %s"
+              % (op, r["c_seconds_median"] * 1e3, r["c_in_process_seconds_median"] * 1e3,
+                 r["python_out_seconds_median"] * 1e3, 100 * r["python_out_over_c_in_process"],
+                 r["python_new_seconds_median"] * 1e3, 100 * r["python_new_over_c_in_process"],
+                 tiny))
     return 0
 
 

@@ -5,15 +5,16 @@ without copies and results come back of the same kind, with exactly the bits
 of the device kernels.  bf16 has no numpy dtype: np.uint16 arrays hold bf16
 bit patterns, in arguments and in results; torch uses torch.bfloat16.
 
-    moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False)
+    moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *, out=None)
         -> (permuted_tokens, sorted_indices)
     moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk,
                            padded_mode=False, out=None) -> input_grad
     moe_token_unpermute(permuted_tokens, sorted_indices, probs=None,
-                        padded_mode=False, restore_shape=None) -> unpermuted_tokens
+                        padded_mode=False, restore_shape=None, *, out=None)
+        -> unpermuted_tokens
     moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad,
                              sorted_indices, probs=None, padded_mode=False,
-                             restore_shape=None, *, chip=None)
+                             restore_shape=None, *, chip=None, out=None)
         -> (permuted_tokens_grad, probs_grad)
     Chip, CHIP_A2: the chip whose reduction order probs_grad follows
     route(expert_ids, num_experts=None) -> sorted_indices
