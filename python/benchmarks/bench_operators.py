@@ -18,14 +18,14 @@ usage: bench_operators.py [--moeperm PATH] [--tokens T] [--topk K]
     meson devenv -C build python3 python/benchmarks/bench_operators.py
 """
 import argparse
+import ctypes
+import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-
-import ctypes
 
 import numpy as np
 
@@ -136,11 +136,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args()
-    try:
-        import torch  # noqa: F401
-        have_torch = True
-    except ImportError:
-        have_torch = False
+    have_torch = importlib.util.find_spec("torch") is not None
 
     report = {"tokens": a.tokens, "topk": a.topk, "hidden": a.hidden, "dtype": a.dtype,
               "reps": a.reps, "ops": {}}
@@ -149,7 +145,7 @@ def main():
         args = arguments(op, a.tokens, a.topk, a.hidden, a.dtype)
         c_call, call, fn = with_out(op, args)
         c_here, py_out, py_new = turns([c_call, call, lambda: fn(*args)], 3 * a.reps)
-        del args, call, c_call
+        args = call = c_call = None  # the next operator's arrays need the memory
         tiny_args = arguments(op, 1, 1, 1, a.dtype)
         tiny_c, _ = c_seconds(a.moeperm, op, 1, 1, 1, a.dtype, a.reps)
         tiny_numpy = per_call(lambda: fn(*tiny_args), a.reps)

@@ -173,15 +173,15 @@ class Case:
         self.seed = c.seed
         a = c.attrs
         attrs = {}
-        if c.op == 1:
+        if c.op == _g.OP_PERMUTE_GRAD:
             attrs["num_topk"] = a.top_k
-        elif c.op == 2:
+        elif c.op == _g.OP_PERMUTE:
             attrs["num_out_tokens"] = a.num_out_tokens
         else:
             attrs["restore_shape"] = (tuple(a.restore_shape[i]
                                             for i in range(a.restore_shape_len))
                                       if a.restore_shape_len else None)
-        if c.op == 4:
+        if c.op == _g.OP_UNPERMUTE_GRAD:
             self._chip_fields = (a.ub_bytes, a.vector_cores)
             attrs["chip"] = self._chip_of_fields()
         attrs["padded_mode"] = bool(a.padded_mode)
@@ -360,7 +360,7 @@ class Case:
         ub = 0 if ub_bytes is None else _ranged(ub_bytes, "ub_bytes", 1, _INT32_MAX)
         cores = 0 if vector_cores is None else _ranged(vector_cores, "vector_cores", 1, 65536)
         seed = _ranged(seed, "seed", 0, (1 << 64) - 1)
-        spec = _g.function("golden_spec_default")(1, BF16, 0, 0, 0)
+        spec = _g.function("golden_spec_default")(_g.OP_PERMUTE_GRAD, BF16, 0, 0, 0)
         spec.op = code
         spec.dtype = _dtype_code(dtype, "dtype")
         index_code = _dtype_code(index_dtype, "index_dtype")
@@ -371,7 +371,7 @@ class Case:
         spec.sentinels = bool(sentinels)
         spec.probs_dtype = spec.dtype if probs_dtype is None else \
             _dtype_code(probs_dtype, "probs_dtype")
-        spec.has_probs = not no_probs and code in (3, 4)
+        spec.has_probs = not no_probs and code in (_g.OP_UNPERMUTE, _g.OP_UNPERMUTE_GRAD)
         spec.probs_values = _kind(probs_values, "probs_values", "values")
         spec.values = _kind(values, "values", "values")
         spec.routing = _kind(routing, "routing", "routing")
@@ -537,17 +537,17 @@ def _custom_command(s, rows, experts):
     out), so that a case made here and the tool's are the same bytes."""
     op = ""
     name = _g.op_name(s.op)
-    if s.op == 2:
+    if s.op == _g.OP_PERMUTE:
         op = " --op %s --num-out-tokens %d --index-dtype %s%s" % (
             name, s.num_out_tokens, _g.dtype_name(s.index_dtype),
             " --sentinels" if s.sentinels else "")
-    elif s.op in (3, 4):
+    elif s.op in (_g.OP_UNPERMUTE, _g.OP_UNPERMUTE_GRAD):
         if s.has_probs:
             op = " --op %s --probs-dtype %s --probs-values %s" % (
                 name, _g.dtype_name(s.probs_dtype), _kind_name("values", s.probs_values))
         else:
             op = " --op %s --no-probs" % name
-        if s.op == 4 and (s.ub_bytes or s.vector_cores):
+        if s.op == _g.OP_UNPERMUTE_GRAD and (s.ub_bytes or s.vector_cores):
             op += " --ub-bytes %d --vector-cores %d" % (
                 s.ub_bytes or _ops.CHIP_A2.ub_bytes, s.vector_cores or _ops.CHIP_A2.vector_cores)
     return ("moeperm golden --out ..%s --tokens %d --topk %d --hidden %d --dtype %s --rows %d "

@@ -238,11 +238,11 @@ def test_save_refuses_an_existing_case_without_force_and_leaves_it(tmp_path):
 
 def test_save_with_force_refuses_a_directory_that_is_not_a_case(tmp_path):
     (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "todo.txt").write_text("keep me")
+    (tmp_path / "notes" / "notes.txt").write_text("keep me")
     case = golden.Case.generate(tokens=2, top_k=1, hidden=2, dtype="fp32")
-    with pytest.raises(golden.CaseError, match=r"todo.txt"):
+    with pytest.raises(golden.CaseError, match=r"notes.txt"):
         case.save(tmp_path / "notes", force=True)
-    assert os.listdir(tmp_path / "notes") == ["todo.txt"]
+    assert os.listdir(tmp_path / "notes") == ["notes.txt"]
 
 
 def test_load_of_a_missing_or_damaged_case_names_the_file(tmp_path):
