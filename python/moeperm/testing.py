@@ -152,7 +152,7 @@ def pytest_generate_tests(metafunc):
         root = os.fspath(mark.args[0])
         op = mark.kwargs.get("op")
         if not os.path.isabs(root):
-            root = os.path.join(os.path.dirname(str(metafunc.definition.fspath)), root)
+            root = os.path.join(os.path.dirname(os.path.abspath(metafunc.module.__file__)), root)
     else:
         config = metafunc.config
         root = config.getoption("--moeperm-golden") or config.getini("moeperm_golden")

@@ -4,7 +4,6 @@ of its operator give the golden outputs bit for bit.  And a generated case
 of every operator and dtype, so that each operator's marshalling is
 checked against the library's own call of it even where the corpus has no
 case of it."""
-import numpy as np
 import pytest
 
 from moeperm import golden
@@ -15,8 +14,8 @@ import paths
 CORPUS = golden.cases(paths.CORPUS)
 
 
-def test_the_corpus_is_there():
-    assert len(CORPUS) >= 100
+def test_the_corpus_is_there_and_holds_only_operators_of_the_family():
+    assert CORPUS, "no case below %s" % paths.CORPUS
     assert {c.op for c in CORPUS} <= set(golden.OPERATORS)
 
 
@@ -45,4 +44,3 @@ def test_generated_case_of_every_operator_is_reproduced_from_python(spec):
     outputs = case.call()
     report = golden.compare(case, outputs, strict_nan=True)
     assert report.same, str(report)
-    assert all(np.shares_memory(a, a) for a in outputs.values())
