@@ -6,8 +6,9 @@
  *
  * Parsing is strict: the text must be RFC 8259 JSON
  * (golden_json_check_strict() runs before json-c, which on its own accepts
- * comments, single quotes and more), every key the operator needs must be there with the right type,
- * and no tensor or attribute the operator does not have may be.
+ * comments, single quotes and more), every key the operator needs must be
+ * there with the right type, and no tensor or attribute the operator does
+ * not have may be.
  */
 #include <inttypes.h>
 #include <stdarg.h>
