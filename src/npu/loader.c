@@ -147,8 +147,8 @@ static int load_listed(load_state *s, const char *list, text *err)
             why += n + 2;
         char shown[128];
         snprintf(shown, sizeof shown, "%s%s", tail_of(p) == p ? "" : "...", tail_of(p));
-        text_add(err, "%s%s (%s)", missing ? "; cannot load " : "no Ascend runtime found: cannot load ",
-                 shown, why);
+        text_add(err, "%s%s (%s)",
+                 missing ? "; cannot load " : "no Ascend runtime found: cannot load ", shown, why);
         missing = true;
     }
     free(copy);
