@@ -68,9 +68,10 @@ int cmd_compare(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
+    /* The report must not replace a file of the case it judges. */
     const char *case_dir = argv[optind], *path = argv[optind + 1];
     if (json_path && strcmp(json_path, "-") != 0 &&
-        !cli_output_path("compare", "--json", json_path))
+        !cli_output_path("compare", "--json", json_path, &argv[optind], 1))
         return EXIT_BAD_INPUT;
     char err[1024] = "";
     golden_case c;

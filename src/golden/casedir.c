@@ -1,10 +1,12 @@
 /*
  * casedir.c - a case directory on disk: written whole into a temporary
- * sibling and put in place atomically, replacing an existing case only
- * when it is one (--force never takes anything else with it).
+ * sibling and put in place atomically (an old case swaps names with the
+ * new one), replacing an existing case only when it is one (--force never
+ * takes anything else with it).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,19 +88,21 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        has_any = true;
         bool known = golden_case_file_name(e->d_name);
         bool ok = known;
         if (known) {
             /* a tensor file name as a directory would be removed with its
-             * contents; only plain files are part of a case. */
+             * contents; only plain files are part of a case.  Looked up in
+             * the directory that was opened, not by name: another --force
+             * writer may have moved it meanwhile, and a file that writer
+             * has just removed is gone, not "not a regular file". */
             struct stat est;
-            char *entry = join_dir(path, e->d_name);
-            if (!entry)
-                rc = -1;
-            ok = entry && lstat(entry, &est) == 0 && S_ISREG(est.st_mode);
-            free(entry);
+            int got = fstatat(dirfd(d), e->d_name, &est, AT_SYMLINK_NOFOLLOW);
+            if (got != 0 && errno == ENOENT)
+                continue;
+            ok = got == 0 && S_ISREG(est.st_mode);
         }
+        has_any = true;
         if (ok) {
             has_manifest = has_manifest || strcmp(e->d_name, "case.json") == 0;
             continue;
@@ -127,6 +131,98 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     }
     free(first);
     return rc;
+}
+
+/* The temporaries beside path are named ".BASE.tmp.XXXXXX" and
+ * ".BASE.old.XXXXXX": a name that fits but whose temporaries do not would
+ * fail only after the case was generated.  Returns 0 or -1 with a sentence
+ * in err. */
+static int temp_name_fits(const char *path, const char *parent, const char *base, char *err,
+                          size_t err_len)
+{
+    const size_t extra = strlen(".") + strlen(".tmp.XXXXXX");
+    errno = 0;
+    long name_max = pathconf(parent, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX; /* the parent is still to be made, or has no limit */
+    if (strlen(base) + extra > (size_t)name_max) {
+        snprintf(err, err_len, "the case name \"%.40s...\" is %zu bytes; with the %zu its "
+                 "temporary name adds it would pass the %ld bytes a name may have in %s",
+                 base, strlen(base), extra, name_max, parent);
+        return -1;
+    }
+    if (strlen(path) + extra >= PATH_MAX) {
+        snprintf(err, err_len, "the case directory %.60s... is %zu bytes; with the %zu its "
+                 "temporary name adds it would reach PATH_MAX (%d bytes)", path, strlen(path),
+                 extra, PATH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether dir holds a case.json and every file that manifest names, with
+ * the manifest read as it is (no sizes, no hashes). */
+static bool case_is_whole(const char *dir)
+{
+    golden_case c;
+    char err[512];
+    if (golden_case_read(dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0)
+        return false;
+    bool whole = true;
+    struct stat st;
+    for (size_t i = 0; whole && i < c.tensor_count; i++)
+        whole = c.tensors[i].path && lstat(c.tensors[i].path, &st) == 0;
+    golden_case_free(&c);
+    return whole;
+}
+
+/* What is left of a replaced case at dir that could not be removed, for
+ * a message: "it is kept whole at DIR" when its manifest and every file it
+ * names are there, else the case files still there
+ * (golden_remove_case_dir() may have removed some before it failed). */
+static void describe_left(const char *dir, char *out, size_t len)
+{
+    char names[512] = "";
+    size_t found = 0, used = 0;
+    struct stat st;
+    const char *const *files;
+    size_t count = golden_case_file_list(&files);
+    for (size_t i = 0; i < count; i++) {
+        char *file = join_dir(dir, files[i]);
+        if (file && lstat(file, &st) == 0 && used < sizeof names) {
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     found ? ", " : "", files[i]);
+            found++;
+        }
+        free(file);
+    }
+    if (found > 0 && case_is_whole(dir))
+        snprintf(out, len, "it is kept whole at %s", dir);
+    else if (found > 0)
+        snprintf(out, len, "only %s %s left, at %s; the rest of it was removed", names,
+                 found == 1 ? "is" : "are", dir);
+    else if (lstat(dir, &st) == 0)
+        snprintf(out, len, "its files were removed and its directory is left at %s", dir);
+    else
+        snprintf(out, len, "nothing is left");
+}
+
+/* After the new case took path: removes the case it replaced, now at old.
+ * Returns 0, or 1 with a sentence in err saying exactly what is left of
+ * the old case and where. */
+static int drop_replaced(const char *path, const char *old, char *err, size_t err_len)
+{
+    if (golden_remove_case_dir(old) == 0)
+        return 0;
+    int saved = errno;
+    char left[1024];
+    describe_left(old, left, sizeof left);
+    /* The new case is in place and what is left of the old one sits under
+     * a dot name that readers skip: report it rather than remove more than
+     * the case files. */
+    snprintf(err, err_len, "%s was written, but the case it replaced could not be removed (%s): "
+             "%s", path, strerror(saved), left);
+    return 1;
 }
 
 int golden_case_write(const char *path_arg, const golden_case *c, bool force, char *err,
@@ -170,7 +266,8 @@ int golden_case_write(const char *path_arg, const golden_case *c, bool force, ch
         free(path);
         return -1;
     }
-    if (golden_mkdirs(parent, err, err_len) != 0) {
+    if (temp_name_fits(path, parent, base, err, err_len) != 0 ||
+        golden_mkdirs(parent, err, err_len) != 0) {
         free(parent);
         free(path);
         return -1;
@@ -219,17 +316,45 @@ int golden_case_write(const char *path_arg, const golden_case *c, bool force, ch
         goto done;
     }
     if (exists) {
-        /* rename() replaces an empty directory, so park the old case under
-         * a fresh empty name, put the new one in place, then drop the old;
-         * if the second rename fails the old case goes back. */
+        /* The new case and the old one swap names in one step, so the name
+         * holds a whole case at every moment, even if the process is
+         * killed; the old one, now under the temporary name, is removed
+         * after.  The temporary stays tracked through the swap: on a
+         * signal, what it holds (the new case before, the old one after)
+         * is what must go. */
+        if (golden_rename_exchange(tmp, path) == 0) {
+            rc = drop_replaced(path, tmp, err, err_len);
+            goto done;
+        }
+        int swap_error = errno;
+        if (swap_error == ENOENT && lstat(path, &st) != 0) {
+            /* Another writer took the old case away meanwhile: the name is
+             * free, as for a new case. */
+            exists = false;
+        } else if (swap_error != EINVAL && swap_error != ENOSYS && swap_error != EOPNOTSUPP) {
+            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(swap_error));
+            golden_remove_tree(tmp);
+            goto done;
+        }
+    }
+    if (exists) {
+        /* No exchange on this file system or kernel.  rename() replaces only
+         * an empty directory, so park the old case under a fresh empty
+         * name, put the new one in place, then drop the old; if the second
+         * rename fails the old case goes back.  Between the two renames
+         * the name is absent (docs/reliability.md). */
         sigprocmask(SIG_BLOCK, &all, &unblocked);
-        bool parked = mkdtemp(old) && rename(path, old) == 0;
+        bool made = mkdtemp(old) != NULL;
+        bool parked = made && rename(path, old) == 0;
         int saved = errno;
         if (parked)
             old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, old, path);
-        else
+        else if (made)
             rmdir(old);
         sigprocmask(SIG_SETMASK, &unblocked, NULL);
+        /* Another writer parked it first: the name is free for now. */
+        if (!parked && made && saved == ENOENT)
+            goto put_new;
         if (!parked) {
             snprintf(err, err_len, "cannot move the existing %s aside: %s", path,
                      strerror(saved));
@@ -247,26 +372,24 @@ int golden_case_write(const char *path_arg, const golden_case *c, bool force, ch
              * is and says so. */
             bool back = rename(old, path) == 0;
             bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
-            if (back || (taken && golden_remove_case_dir(old) == 0))
+            if (back || (taken && golden_remove_case_dir(old) == 0)) {
                 snprintf(err, err_len, "cannot put %s in place: %s", path,
                          strerror(saved_put));
-            else
-                snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
-                         "kept at %s", path, strerror(saved_put), old);
+            } else {
+                char left[1024];
+                describe_left(old, left, sizeof left);
+                snprintf(err, err_len, "cannot put %s in place: %s; of the case that was there, %s",
+                         path, strerror(saved_put), left);
+            }
             goto done;
         }
         golden_temp_untrack(tmp_slot);
         tmp_slot = -1;
-        if (golden_remove_case_dir(old) != 0) {
-            /* The new case is in place and what is left of the old one
-             * sits under a dot name that readers skip: report it rather
-             * than remove more than the case files. */
-            snprintf(err, err_len, "%s was written, but the case it replaced could not be "
-                     "removed and is kept at %s: %s", path, old, strerror(errno));
-            rc = 1;
-            goto done;
-        }
-    } else if (rename(tmp, path) != 0) {
+        rc = drop_replaced(path, old, err, err_len);
+        goto done;
+    }
+put_new:
+    if (rename(tmp, path) != 0) {
         snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
         golden_remove_tree(tmp);
         goto done;
