@@ -88,6 +88,13 @@ struct moeperm_executor {
     struct moeperm_unpermute_grad_plan unpermute_grad;
 };
 
+/* The second phase's checks (executor.c): executor given, no stream, and
+ * planned by op; on failure the executor is freed and the status returned
+ * with its sentence. */
+moeperm_status moeperm_executor_accept(moeperm_executor *executor, void *stream, moeperm_op op);
+/* "moeperm_token_X_get_workspace_size()" of op, for messages. */
+const char *moeperm_executor_planner(moeperm_op op);
+
 /* Records a sentence for moeperm_last_error() and returns status, so that a
  * check reads `return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "...", ...);`. */
 moeperm_status moeperm_fail(moeperm_status status, const char *format, ...)

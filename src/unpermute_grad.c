@@ -1008,19 +1008,7 @@ static moeperm_status check_chip(const moeperm_chip *chip)
     return MOEPERM_SUCCESS;
 }
 
-static const char *op_planner(moeperm_op op)
-{
-    switch (op) {
-    case MOEPERM_OP_PERMUTE_GRAD:
-        return "moeperm_token_permute_grad_get_workspace_size()";
-    case MOEPERM_OP_PERMUTE:
-        return "moeperm_token_permute_get_workspace_size()";
-    case MOEPERM_OP_UNPERMUTE:
-        return "moeperm_token_unpermute_get_workspace_size()";
-    default:
-        return "another operator";
-    }
-}
+
 
 moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moeperm_chip *chip)
 {
@@ -1032,7 +1020,7 @@ moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moepe
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                             "the executor was planned by %s, whose arithmetic does not depend "
                             "on the chip",
-                            op_planner(executor->op));
+                            moeperm_executor_planner(executor->op));
     moeperm_status status = check_chip(chip);
     if (status != MOEPERM_SUCCESS)
         return status;
@@ -1045,22 +1033,9 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
-    if (stream) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "stream must be NULL on the CPU backend, got %p", stream);
-    }
-    if (executor->op != MOEPERM_OP_UNPERMUTE_GRAD) {
-        moeperm_status status =
-            moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                         "the executor was planned by %s, not "
-                         "moeperm_token_unpermute_grad_get_workspace_size()",
-                         op_planner(executor->op));
-        free(executor);
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
+    if (status != MOEPERM_SUCCESS)
         return status;
-    }
     bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_PATH_AUTO);
     free(executor);
     if (!done)
