@@ -45,3 +45,22 @@ void moeperm_executor_destroy(moeperm_executor *executor)
 {
     free(executor);
 }
+
+moeperm_status moeperm_executor_run(void *workspace, uint64_t workspace_size,
+                                    moeperm_executor *executor, void *stream)
+{
+    if (!executor)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
+    switch (executor->op) {
+    case MOEPERM_OP_PERMUTE_GRAD:
+        return moeperm_token_permute_grad(workspace, workspace_size, executor, stream);
+    case MOEPERM_OP_PERMUTE:
+        return moeperm_token_permute(workspace, workspace_size, executor, stream);
+    case MOEPERM_OP_UNPERMUTE:
+        return moeperm_token_unpermute(workspace, workspace_size, executor, stream);
+    case MOEPERM_OP_UNPERMUTE_GRAD:
+        return moeperm_token_unpermute_grad(workspace, workspace_size, executor, stream);
+    }
+    free(executor);
+    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "the executor names no operator");
+}
