@@ -158,8 +158,8 @@ static moeperm_status check_shape2(const moeperm_tensor *t, const char *what, in
         return MOEPERM_SUCCESS;
     return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                         "%s shape is [%lld, %lld], expected [%lld, %lld] (the shape of %s)", what,
-                        (long long)t->dims[0], (long long)t->dims[1], (long long)d0,
-                        (long long)d1, like);
+                        (long long)t->dims[0], (long long)t->dims[1], (long long)d0, (long long)d1,
+                        like);
 }
 
 static moeperm_status check_output(const moeperm_tensor *out, const char *what,
@@ -204,8 +204,8 @@ static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tenso
         return status;
     if ((status = check_shape2(tokens_grad, "permuted_tokens_grad_out", shape->rows, shape->hidden,
                                "permuted_tokens")) ||
-        (probs && (status = check_shape2(probs_grad, "probs_grad_out", shape->tokens,
-                                         shape->top_k, "probs"))))
+        (probs && (status = check_shape2(probs_grad, "probs_grad_out", shape->tokens, shape->top_k,
+                                         "probs"))))
         return status;
 
     const moeperm_tensor *const inputs[4] = {tokens, grad, indices, probs};
@@ -377,8 +377,7 @@ static inline bool is_nan_bits(uint32_t bits)
  * the first operand: g's NaN made quiet, else p's made quiet (0 * inf: the
  * host's default NaN).
  */
-UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, float p,
-                                   int64_t n)
+UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, float p, int64_t n)
 {
     uint32_t p_bits = fp_bits(p);
     uint32_t p_nan = 0u - (uint32_t)is_nan_bits(p_bits);
@@ -583,8 +582,8 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                 out[i] = c->tokens_grad + (s * c->tokens_grad_s0 + c0 * out_s1) * size;
                 /* g * p is a NaN only from a NaN operand or 0 * inf */
                 uint32_t p_magnitude = fp_bits(p[slot[i]]) & 0x7fffffffu;
-                nan_product[i] = nan_seen || p_magnitude >= 0x7f800000u ||
-                                 (special_seen && p_magnitude == 0);
+                nan_product[i] =
+                    nan_seen || p_magnitude >= 0x7f800000u || (special_seen && p_magnitude == 0);
                 if (stream)
                     out_row_start(&streamed[i], out[i], out_buf[i], len * size);
             }
@@ -609,8 +608,8 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
             for (int64_t i = 0; i < count; i++) {
                 if (stream)
                     out_row_finish(&streamed[i]);
-                float sum = d ? ug_reduce_folded(x[i], t, len, d)
-                              : ug_pairwise(x[i], t, (len + 1) / 2);
+                float sum =
+                    d ? ug_reduce_folded(x[i], t, len, d) : ug_pairwise(x[i], t, (len + 1) / 2);
                 acc[slot[i]] = acc[slot[i]] + sum;
             }
         }
@@ -621,8 +620,8 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
         if (c->probs_dtype == MOEPERM_FLOAT) {
             memcpy(out, &value, sizeof value);
         } else {
-            uint16_t h = c->probs_dtype == MOEPERM_BF16 ? fp_float_to_bf16(value)
-                                                        : fp_float_to_fp16(value);
+            uint16_t h =
+                c->probs_dtype == MOEPERM_BF16 ? fp_float_to_bf16(value) : fp_float_to_fp16(value);
             memcpy(out, &h, sizeof h);
         }
     }
@@ -648,11 +647,9 @@ static void token_copy(const ug_ctx *c, int64_t n)
 
 /* Tokens [first, end) with one thread's scratch; stream asks for
  * non-temporal stores of permuted_tokens_grad where the path has them. */
-typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scratch,
-                         bool stream);
+typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream);
 
-static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch,
-                           bool stream)
+static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
     static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable,
                                NULL};
@@ -666,7 +663,7 @@ static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *s
 #define UG_AVX512 "avx512f,avx512bw,avx512vl,avx2,f16c"
 
 __attribute__((target(UG_AVX2))) static void widen_fp16_avx2(const uint16_t *src, float *dst,
-                                                              int64_t n)
+                                                             int64_t n)
 {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -676,7 +673,7 @@ __attribute__((target(UG_AVX2))) static void widen_fp16_avx2(const uint16_t *src
 }
 
 __attribute__((target(UG_AVX2))) static void narrow_fp16_avx2(const float *src, uint16_t *dst,
-                                                               int64_t n)
+                                                              int64_t n)
 {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -686,9 +683,8 @@ __attribute__((target(UG_AVX2))) static void narrow_fp16_avx2(const float *src, 
         dst[j] = fp_float_to_fp16(src[j]);
 }
 
-__attribute__((target(UG_AVX2))) static void fused_fp16_avx2(const uint16_t *in,
-                                                              const float *g, float p,
-                                                              float *x, uint16_t *dst, int64_t n)
+__attribute__((target(UG_AVX2))) static void
+fused_fp16_avx2(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
 {
     __m256 factor = _mm256_set1_ps(p);
     int64_t j = 0;
@@ -708,35 +704,31 @@ __attribute__((target(UG_AVX2))) static void fused_fp16_avx2(const uint16_t *in,
 /* Non-temporal stores of whole 64-byte lines, dst aligned: a row of
  * permuted_tokens_grad is not read again soon, and skipping the read for
  * ownership saves a third of its traffic. */
-__attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src,
-                                                          size_t bytes)
+__attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src, size_t bytes)
 {
     for (size_t i = 0; i < bytes; i += 32)
         _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
 }
 
-__attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src,
-                                                                  float *dst, int64_t n)
+__attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src, float *dst,
+                                                                 int64_t n)
 {
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
-        _mm512_storeu_ps(dst + j,
-                         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + j))));
+        _mm512_storeu_ps(dst + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + j))));
     if (j < n) {
         __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-        _mm512_mask_storeu_ps(dst + j, m,
-                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + j)));
+        _mm512_mask_storeu_ps(dst + j, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + j)));
     }
 }
 
-__attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *src,
-                                                                   uint16_t *dst, int64_t n)
+__attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *src, uint16_t *dst,
+                                                                  int64_t n)
 {
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
-        _mm256_storeu_si256(
-            (__m256i *)(dst + j),
-            _mm512_cvtps_ph(_mm512_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
+        _mm256_storeu_si256((__m256i *)(dst + j),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
     if (j < n) {
         __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
         _mm256_mask_storeu_epi16(
@@ -745,10 +737,8 @@ __attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *s
     }
 }
 
-__attribute__((target(UG_AVX512))) static void fused_fp16_avx512(const uint16_t *in,
-                                                                  const float *g, float p,
-                                                                  float *x, uint16_t *dst,
-                                                                  int64_t n)
+__attribute__((target(UG_AVX512))) static void
+fused_fp16_avx512(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
 {
     __m512 factor = _mm512_set1_ps(p);
     int64_t j = 0;
@@ -764,22 +754,20 @@ __attribute__((target(UG_AVX512))) static void fused_fp16_avx512(const uint16_t 
         __m512 gv = _mm512_maskz_loadu_ps(m, g + j);
         __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, in + j));
         _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(xv, gv));
-        _mm256_mask_storeu_epi16(dst + j, m,
-                                 _mm512_cvtps_ph(_mm512_mul_ps(gv, factor),
-                                                 _MM_FROUND_TO_NEAREST_INT));
+        _mm256_mask_storeu_epi16(
+            dst + j, m, _mm512_cvtps_ph(_mm512_mul_ps(gv, factor), _MM_FROUND_TO_NEAREST_INT));
     }
 }
 
 __attribute__((target(UG_AVX512))) static void stream_avx512(char *dst, const char *src,
-                                                              size_t bytes)
+                                                             size_t bytes)
 {
     for (size_t i = 0; i < bytes; i += 64)
         _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
 }
 
-__attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first,
-                                                         int64_t end, float *scratch,
-                                                         bool stream)
+__attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first, int64_t end,
+                                                        float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx2, narrow_fp16_avx2, fused_fp16_avx2,
                         stream ? stream_avx2 : NULL};
@@ -789,9 +777,8 @@ __attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t
         _mm_sfence();
 }
 
-__attribute__((target(UG_AVX512))) static void range_avx512(const ug_ctx *c, int64_t first,
-                                                             int64_t end, float *scratch,
-                                                             bool stream)
+__attribute__((target(UG_AVX512))) static void
+range_avx512(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx512, narrow_fp16_avx512, fused_fp16_avx512,
                         stream ? stream_avx512 : NULL};
@@ -820,8 +807,8 @@ static int team_size(const ug_ctx *c, int threads)
     if (team <= 1)
         return 1;
     /* in double: the product may pass 2^63 */
-    double bytes = ((double)c->rows * 2.0 + (double)c->tokens_num) * (double)c->hidden *
-                   (double)c->size;
+    double bytes =
+        ((double)c->rows * 2.0 + (double)c->tokens_num) * (double)c->hidden * (double)c->size;
     double useful = bytes / (double)BYTES_PER_THREAD;
     if (useful < team)
         team = useful < 1 ? 1 : (int)useful;
@@ -831,8 +818,8 @@ static int team_size(const ug_ctx *c, int threads)
 static void resolve(const struct moeperm_unpermute_grad_plan *plan, ug_ctx *c)
 {
     const struct moeperm_tensor *tk = &plan->permuted_tokens, *g = &plan->grad,
-                                *ix = &plan->indices, *pr = &plan->probs,
-                                *tg = &plan->tokens_grad, *pg = &plan->probs_grad;
+                                *ix = &plan->indices, *pr = &plan->probs, *tg = &plan->tokens_grad,
+                                *pg = &plan->probs_grad;
     memset(c, 0, sizeof *c);
     c->tokens = origin(tk);
     c->grad = origin(g);
@@ -955,8 +942,7 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     if (!permuted_tokens_grad_out)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens_grad_out is NULL");
     if (probs && !probs_grad_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
-                            "probs_grad_out is NULL but probs is given");
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "probs_grad_out is NULL but probs is given");
     if (!probs && probs_grad_out)
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                             "probs_grad_out is given but probs is NULL: without probs there is "
@@ -967,9 +953,8 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     ug_shape shape;
-    moeperm_status status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices,
-                                     probs, padded_mode, permuted_tokens_grad_out, probs_grad_out,
-                                     &shape);
+    moeperm_status status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs,
+                                     padded_mode, permuted_tokens_grad_out, probs_grad_out, &shape);
     if (status != MOEPERM_SUCCESS)
         return status;
 
@@ -1053,11 +1038,10 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
                             "stream must be NULL on the CPU backend, got %p", stream);
     }
     if (executor->op != MOEPERM_OP_UNPERMUTE_GRAD) {
-        moeperm_status status =
-            moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                         "the executor was planned by %s, not "
-                         "moeperm_token_unpermute_grad_get_workspace_size()",
-                         op_planner(executor->op));
+        moeperm_status status = moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                                             "the executor was planned by %s, not "
+                                             "moeperm_token_unpermute_grad_get_workspace_size()",
+                                             op_planner(executor->op));
         free(executor);
         return status;
     }
@@ -1138,12 +1122,11 @@ moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
     if (slots > 0 && !exact)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "exact is NULL");
     /* exact as a view of 8-byte elements, for the overlap checks */
-    moeperm_tensor view = {.dtype = MOEPERM_INT64, .ndim = 1, .dims = {slots}, .strides = {1},
-                           .data = exact};
+    moeperm_tensor view = {
+        .dtype = MOEPERM_INT64, .ndim = 1, .dims = {slots}, .strides = {1}, .data = exact};
     const moeperm_tensor *inputs[4] = {permuted_tokens, unpermuted_tokens_grad, sorted_indices,
                                        probs};
-    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices",
-                            "probs"};
+    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
     for (int i = 0; i < 4; i++)
         if ((status = check_apart(&view, "exact", inputs[i], names[i])))
             return status;

@@ -98,7 +98,9 @@ int main(int argc, char **argv)
     struct {
         moeperm_dtype dtype;
         bool probs;
-    } runs[4] = {{MOEPERM_BF16, true}, {MOEPERM_FLOAT16, true}, {MOEPERM_FLOAT, true},
+    } runs[4] = {{MOEPERM_BF16, true},
+                 {MOEPERM_FLOAT16, true},
+                 {MOEPERM_FLOAT, true},
                  {MOEPERM_BF16, false}};
     for (int r = 0; r < 4; r++) {
         moeperm_dtype dtype = runs[r].dtype;
@@ -133,24 +135,25 @@ int main(int argc, char **argv)
         memset(src, 1, half);
         memset(dst, 2, half);
 
-        int64_t tdims[2] = {n_rows, hidden}, gdims[2] = {tokens_num, hidden},
-                idims[1] = {n_slots}, pdims[2] = {tokens_num, k};
+        int64_t tdims[2] = {n_rows, hidden}, gdims[2] = {tokens_num, hidden}, idims[1] = {n_slots},
+                pdims[2] = {tokens_num, k};
         moeperm_tensor *t = moeperm_tensor_create(tdims, 2, dtype, NULL, 0, tokens);
         moeperm_tensor *g = moeperm_tensor_create(gdims, 2, dtype, NULL, 0, grad);
         moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
         moeperm_tensor *tg = moeperm_tensor_create(tdims, 2, dtype, NULL, 0, tokens_grad);
-        moeperm_tensor *p = with_probs ? moeperm_tensor_create(pdims, 2, dtype, NULL, 0, probs)
-                                       : NULL;
+        moeperm_tensor *p =
+            with_probs ? moeperm_tensor_create(pdims, 2, dtype, NULL, 0, probs) : NULL;
         moeperm_tensor *pg =
             with_probs ? moeperm_tensor_create(pdims, 2, dtype, NULL, 0, probs_grad) : NULL;
 
-        double *op = malloc(sizeof(double) * (size_t)reps), *mc = malloc(sizeof(double) * (size_t)reps);
+        double *op = malloc(sizeof(double) * (size_t)reps),
+               *mc = malloc(sizeof(double) * (size_t)reps);
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
             uint64_t workspace;
             moeperm_executor *plan;
-            if (moeperm_token_unpermute_grad_get_workspace_size(t, g, ix, p, false, NULL, 0, tg,
-                                                                pg, &workspace, &plan) ||
+            if (moeperm_token_unpermute_grad_get_workspace_size(t, g, ix, p, false, NULL, 0, tg, pg,
+                                                                &workspace, &plan) ||
                 moeperm_token_unpermute_grad(NULL, workspace, plan, NULL)) {
                 fprintf(stderr, "%s\n", moeperm_last_error());
                 return 1;
@@ -168,9 +171,11 @@ int main(int argc, char **argv)
         printf("%-8s %-8s %7.1f MiB  operator %6.2f GB/s (%7.2f ms)  memcpy %6.2f GB/s  "
                "ratio %.2f  (best %.2f)\n",
                with_probs ? "probs" : "no-probs",
-               dtype == MOEPERM_FLOAT ? "float32" : dtype == MOEPERM_BF16 ? "bf16" : "float16",
-               bytes / 1048576.0, bytes / op_s * 1e-9, op_s * 1e3, bytes / mc_s * 1e-9,
-               mc_s / op_s, mc_best / op_best);
+               dtype == MOEPERM_FLOAT  ? "float32"
+               : dtype == MOEPERM_BF16 ? "bf16"
+                                       : "float16",
+               bytes / 1048576.0, bytes / op_s * 1e-9, op_s * 1e3, bytes / mc_s * 1e-9, mc_s / op_s,
+               mc_best / op_best);
         moeperm_tensor_destroy(t);
         moeperm_tensor_destroy(g);
         moeperm_tensor_destroy(ix);
