@@ -6,9 +6,9 @@
  *
  * (default 4096 8 4096 5), for every tokens dtype with probs of the same
  * dtype, and bf16 without probs.  The operator is counted as the bytes it
- * must read and write: permuted_tokens (R*H) read, permuted_tokens_grad
- * (R*H) written, unpermuted_tokens_grad (N*H) read, and the indices, probs
- * and probs_grad; memcpy copies half that many bytes, split over the same
+ * must read and write: permuted_tokens (R*H) read (with probs only),
+ * permuted_tokens_grad (R*H) written, unpermuted_tokens_grad (N*H) read,
+ * and the indices, probs and probs_grad; memcpy copies half that many bytes, split over the same
  * threads, and is counted as read plus written.  Medians of `reps`, and the
  * ratio of the best times (on a shared machine the median moves with the
  * neighbours' load).
@@ -128,7 +128,9 @@ int main(int argc, char **argv)
             indices[i] = indices[j];
             indices[j] = t;
         }
-        double bytes = (double)(2 * n_rows + tokens_num) * (double)hidden * (double)size +
+        /* without probs permuted_tokens is not read */
+        double bytes = (double)((with_probs ? 2 : 1) * n_rows + tokens_num) * (double)hidden *
+                           (double)size +
                        (double)n_slots * (4.0 + (with_probs ? 2.0 * (double)size : 0.0));
         size_t half = (size_t)(bytes / 2);
         char *src = malloc(half), *dst = malloc(half);
