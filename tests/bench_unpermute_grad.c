@@ -66,6 +66,11 @@ static void fill(moeperm_dtype dtype, void *data, size_t n)
     }
 }
 
+static void *aligned(int64_t bytes)
+{
+    return aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64);
+}
+
 static void copy(char *dst, const char *src, size_t bytes, int threads)
 {
 #ifdef _OPENMP
@@ -107,9 +112,10 @@ int main(int argc, char **argv)
         bool with_probs = runs[r].probs;
         int64_t k = with_probs ? top_k : 1, n_slots = tokens_num * k, n_rows = n_slots;
         size_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
-        void *tokens = malloc((size_t)(n_rows * hidden) * size);
-        void *grad = malloc((size_t)(tokens_num * hidden) * size);
-        void *tokens_grad = malloc((size_t)(n_rows * hidden) * size);
+        /* 64-byte aligned, as framework allocators give tensors */
+        void *tokens = aligned(n_rows * hidden * (int64_t)size);
+        void *grad = aligned(tokens_num * hidden * (int64_t)size);
+        void *tokens_grad = aligned(n_rows * hidden * (int64_t)size);
         void *probs = malloc((size_t)n_slots * size), *probs_grad = malloc((size_t)n_slots * size);
         int32_t *indices = malloc((size_t)n_slots * sizeof *indices);
         if (!tokens || !grad || !tokens_grad || !probs || !probs_grad || !indices) {
@@ -132,10 +138,19 @@ int main(int argc, char **argv)
         double bytes = (double)((with_probs ? 2 : 1) * n_rows + tokens_num) * (double)hidden *
                            (double)size +
                        (double)n_slots * (4.0 + (with_probs ? 2.0 * (double)size : 0.0));
-        size_t half = (size_t)(bytes / 2);
-        char *src = malloc(half), *dst = malloc(half);
-        memset(src, 1, half);
-        memset(dst, 2, half);
+        size_t half = (size_t)(bytes / 2) / 64 * 64;
+        char *src = aligned((int64_t)half), *dst = aligned((int64_t)half);
+        if (!src || !dst) {
+            fprintf(stderr, "out of memory\n");
+            return 1;
+        }
+        /* random bits: pages of equal content may be merged by a
+         * hypervisor, and reading merged pages measures its cache */
+        for (size_t i = 0; i + 4 <= half; i += 4) {
+            uint32_t r = next();
+            memcpy(src + i, &r, 4);
+        }
+        memcpy(dst, src, half);
 
         int64_t tdims[2] = {n_rows, hidden}, gdims[2] = {tokens_num, hidden}, idims[1] = {n_slots},
                 pdims[2] = {tokens_num, k};
