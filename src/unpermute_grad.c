@@ -254,6 +254,10 @@ typedef struct ug_isa {
     void (*fused16)(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst,
                     int64_t n);
     void (*stream)(char *dst, const char *src, size_t bytes);
+    /* fused_block() for an fp32 row streamed straight from registers: dst
+     * 64-byte aligned (NULL where the path has none) */
+    void (*fused32_stream)(const float *in, const float *g, float p, float *x, float *dst,
+                           int64_t n);
 } ug_isa;
 
 static void widen_fp16_portable(const uint16_t *src, float *dst, int64_t n)
@@ -574,7 +578,7 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
             }
             const char *in[SLOTS_AT_ONCE];
             char *out[SLOTS_AT_ONCE];
-            bool nan_product[SLOTS_AT_ONCE];
+            bool nan_product[SLOTS_AT_ONCE], direct[SLOTS_AT_ONCE];
             ug_out_row streamed[SLOTS_AT_ONCE];
             for (int64_t i = 0; i < count; i++) {
                 int64_t s = (int64_t)c->indices[(n * top_k + slot[i]) * c->indices_s];
@@ -584,7 +588,11 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                 uint32_t p_magnitude = fp_bits(p[slot[i]]) & 0x7fffffffu;
                 nan_product[i] =
                     nan_seen || p_magnitude >= 0x7f800000u || (special_seen && p_magnitude == 0);
-                if (stream)
+                /* an aligned fp32 row needs no narrowing, so it can be
+                 * streamed from the registers that compute it */
+                direct[i] = stream && isa->fused32_stream && c->dtype == MOEPERM_FLOAT &&
+                            !nan_product[i] && c->tokens_s1 == 1 && ((uintptr_t)out[i] & 63u) == 0;
+                if (stream && !direct[i])
                     out_row_start(&streamed[i], out[i], out_buf[i], len * size);
             }
             int64_t d = ug_first_fold(len);
@@ -593,7 +601,10 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                 for (int64_t i = 0; i < count; i++) {
                     const char *from = in[i] + b0 * c->tokens_s1 * size;
                     char *to = stream ? out_buf[i] + b0 * size : out[i] + b0 * out_s1 * size;
-                    if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
+                    if (direct[i]) {
+                        isa->fused32_stream((const float *)from, g + b0, p[slot[i]], block,
+                                            (float *)(out[i] + b0 * size), width);
+                    } else if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
                         scale_pinned(t, g + b0, p[slot[i]], width);
                         narrow_row(c->dtype, t, to, stream ? 1 : out_s1, width, isa);
                         products(c->dtype, from, c->tokens_s1, g + b0, block, width, isa);
@@ -601,12 +612,12 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                         fused_block(c->dtype, from, g + b0, p[slot[i]], block, to, width, isa);
                     }
                     first_step(block, b0, width, d, x[i]);
-                    if (stream)
+                    if (stream && !direct[i])
                         out_row_advance(&streamed[i], (b0 + width) * size, isa);
                 }
             }
             for (int64_t i = 0; i < count; i++) {
-                if (stream)
+                if (stream && !direct[i])
                     out_row_finish(&streamed[i]);
                 float sum =
                     d ? ug_reduce_folded(x[i], t, len, d) : ug_pairwise(x[i], t, (len + 1) / 2);
@@ -651,7 +662,7 @@ typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scr
 
 static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
-    static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable,
+    static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable, NULL,
                                NULL};
     (void)stream;
     for (int64_t n = first; n < end; n++)
@@ -766,11 +777,43 @@ __attribute__((target(UG_AVX512))) static void stream_avx512(char *dst, const ch
         _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
 }
 
+__attribute__((target(UG_AVX2))) static void
+fused32_stream_avx2(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
+{
+    __m256 factor = _mm256_set1_ps(p);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 gv = _mm256_loadu_ps(g + j);
+        _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(in + j), gv));
+        _mm256_stream_ps(dst + j, _mm256_mul_ps(gv, factor));
+    }
+    for (; j < n; j++) {
+        x[j] = in[j] * g[j];
+        dst[j] = g[j] * p;
+    }
+}
+
+__attribute__((target(UG_AVX512))) static void
+fused32_stream_avx512(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
+{
+    __m512 factor = _mm512_set1_ps(p);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 gv = _mm512_loadu_ps(g + j);
+        _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), gv));
+        _mm512_stream_ps(dst + j, _mm512_mul_ps(gv, factor));
+    }
+    for (; j < n; j++) {
+        x[j] = in[j] * g[j];
+        dst[j] = g[j] * p;
+    }
+}
+
 __attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first, int64_t end,
                                                         float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx2, narrow_fp16_avx2, fused_fp16_avx2,
-                        stream ? stream_avx2 : NULL};
+                        stream ? stream_avx2 : NULL, stream ? fused32_stream_avx2 : NULL};
     for (int64_t n = first; n < end; n++)
         token_with_probs(c, n, scratch, &isa);
     if (stream)
@@ -781,7 +824,7 @@ __attribute__((target(UG_AVX512))) static void
 range_avx512(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx512, narrow_fp16_avx512, fused_fp16_avx512,
-                        stream ? stream_avx512 : NULL};
+                        stream ? stream_avx512 : NULL, stream ? fused32_stream_avx512 : NULL};
     for (int64_t n = first; n < end; n++)
         token_with_probs(c, n, scratch, &isa);
     if (stream)
