@@ -2,15 +2,17 @@
  * bench_unpermute_grad - MoeTokenUnpermuteGrad against memcpy of the bytes
  * it moves, in one process, repetitions interleaved.
  *
- *   bench_unpermute_grad [tokens_num top_k hidden_size reps]
+ *   bench_unpermute_grad [tokens_num top_k hidden_size reps [only]]
  *
  * (default 4096 8 4096 5), for every tokens dtype with probs of the same
- * dtype, and bf16 without probs.  The operator is counted as the bytes it
+ * dtype, and bf16 without probs; `only` (bf16, float16, float32 or
+ * no-probs) runs one of them.  The operator is counted as the bytes it
  * must read and write: permuted_tokens (R*H) read (with probs only),
  * permuted_tokens_grad (R*H) written, unpermuted_tokens_grad (N*H) read,
- * and the indices, probs and probs_grad; memcpy copies half that many bytes, split over the same
- * threads, and is counted as read plus written.  Medians of `reps`, and the
- * ratio of the best times (on a shared machine the median moves with the
+ * and the indices, probs and probs_grad; memcpy copies half that many
+ * bytes, split over the same threads, and is counted as read plus written.
+ * After two untimed rounds it prints medians of `reps` and the ratio of
+ * the best times (on a shared machine the median moves with the
  * neighbours' load).
  * Not a test: its figures depend on the machine and its load.
  */
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
     int64_t top_k = argc > 2 ? atoll(argv[2]) : 8;
     int64_t hidden = argc > 3 ? atoll(argv[3]) : 4096;
     int reps = argc > 4 ? atoi(argv[4]) : 5;
+    const char *only = argc > 5 ? argv[5] : NULL;
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -110,6 +113,12 @@ int main(int argc, char **argv)
     for (int r = 0; r < 4; r++) {
         moeperm_dtype dtype = runs[r].dtype;
         bool with_probs = runs[r].probs;
+        const char *name = !with_probs                 ? "no-probs"
+                           : dtype == MOEPERM_FLOAT   ? "float32"
+                           : dtype == MOEPERM_BF16    ? "bf16"
+                                                       : "float16";
+        if (only && strcmp(only, name) != 0)
+            continue;
         int64_t k = with_probs ? top_k : 1, n_slots = tokens_num * k, n_rows = n_slots;
         size_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
         /* 64-byte aligned, as framework allocators give tensors */
@@ -165,7 +174,7 @@ int main(int argc, char **argv)
 
         double *op = malloc(sizeof(double) * (size_t)reps),
                *mc = malloc(sizeof(double) * (size_t)reps);
-        for (int rep = -1; rep < reps; rep++) {
+        for (int rep = -2; rep < reps; rep++) {
             double t0 = now();
             uint64_t workspace;
             moeperm_executor *plan;
