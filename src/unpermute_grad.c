@@ -422,15 +422,16 @@ UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const flo
     }
 }
 
-/* Slots computed side by side: two rows of permuted_tokens read at once
- * keep more of the memory's latency in flight than one. */
+/* Slots computed side by side: several rows of permuted_tokens read at
+ * once keep more of the memory's latency in flight than one. */
 #define SLOTS_AT_ONCE 4
 
 /* Per-thread scratch, in floats: the slots' widened probs and
- * accumulators, then chunk-long rows: g, the tree's second buffer (which
- * first holds g * p when that may hold NaNs), and for each slot computed
- * at once its products and its row of permuted_tokens_grad on the way to
- * memory.  Rows start on 64-byte boundaries. */
+ * accumulators, one block of products, then chunk-long rows: g, the tree's
+ * second buffer (which first holds a block of g * p when that may hold
+ * NaNs), and for each slot computed at once its first-step sums and its
+ * row of permuted_tokens_grad on the way to memory.  Rows start on 64-byte
+ * boundaries. */
 static int64_t round16(int64_t n)
 {
     return (n + 15) / 16 * 16;
