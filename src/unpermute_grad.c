@@ -833,30 +833,20 @@ range_avx512(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool s
 }
 #endif
 
-/* Below this many bytes per thread a thread costs more to wake than it
- * saves (the permute-grad kernel's figure, docs/performance.md). */
-#define BYTES_PER_THREAD (INT64_C(16) << 20)
 /* permuted_tokens_grad at least this large is written with non-temporal
  * stores on the x86 paths: nobody reads it soon. */
 #define STREAM_MIN_BYTES (INT64_C(8) << 20)
 
+/* Exactly the threads asked for; by default the library's one rule of as
+ * many threads as the bytes to move pay for (moeperm_threads_for_bytes()). */
 static int team_size(const ug_ctx *c, int threads)
 {
     if (threads > 0)
         return threads;
-    int team = 1;
-#ifdef _OPENMP
-    team = omp_get_max_threads();
-#endif
-    if (team <= 1)
-        return 1;
     /* in double: the product may pass 2^63 */
     double bytes =
         ((double)c->rows * 2.0 + (double)c->tokens_num) * (double)c->hidden * (double)c->size;
-    double useful = bytes / (double)BYTES_PER_THREAD;
-    if (useful < team)
-        team = useful < 1 ? 1 : (int)useful;
-    return team;
+    return moeperm_threads_for_bytes(0, bytes);
 }
 
 static void resolve(const struct moeperm_unpermute_grad_plan *plan, ug_ctx *c)
