@@ -88,6 +88,13 @@ struct moeperm_executor {
     struct moeperm_unpermute_grad_plan unpermute_grad;
 };
 
+/* The second phase's checks (executor.c): executor given, no stream, and
+ * planned by op; on failure the executor is freed and the status returned
+ * with its sentence. */
+moeperm_status moeperm_executor_accept(moeperm_executor *executor, void *stream, moeperm_op op);
+/* "moeperm_token_X_get_workspace_size()" of op, for messages. */
+const char *moeperm_executor_planner(moeperm_op op);
+
 /* Records a sentence for moeperm_last_error() and returns status, so that a
  * check reads `return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "...", ...);`. */
 moeperm_status moeperm_fail(moeperm_status status, const char *format, ...)
@@ -113,7 +120,7 @@ moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t nd
 moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor *indices,
                                 int64_t top_k, bool padded_mode, const moeperm_tensor *out);
 
-/* The arithmetic of spec §2 over a validated plan (permute_grad.c), split
+/* The arithmetic of docs/arithmetic.md over a validated plan (permute_grad.c), split
  * over threads when threads > 1 (0 = the OpenMP default).  Any index outside
  * [0, R) is skipped, so even indices that changed after validation cannot
  * make it read out of bounds. */

@@ -291,25 +291,10 @@ moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t workspace_si
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
-    if (stream) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "stream must be NULL on the CPU backend, got %p", stream);
-    }
-    if (executor->op != MOEPERM_OP_PERMUTE_GRAD) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "the executor was planned by another operator, not "
-                            "moeperm_token_permute_grad_get_workspace_size()");
-    }
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_PERMUTE_GRAD);
+    if (status != MOEPERM_SUCCESS)
+        return status;
     moeperm_kernel_run(executor, 0);
     free(executor);
     return MOEPERM_SUCCESS;
-}
-
-void moeperm_executor_destroy(moeperm_executor *executor)
-{
-    free(executor);
 }

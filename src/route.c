@@ -17,7 +17,7 @@
 #include "internal.h"
 
 /* One entry of the sort: its expert, then its position, so that equal
- * experts keep their order (the stable sort of spec §1). */
+ * experts keep their order (the stable sort of docs/operators.md). */
 typedef struct routed_entry {
     int32_t expert, entry;
 } routed_entry;

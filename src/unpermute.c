@@ -481,19 +481,9 @@ moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
-    if (stream) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "stream must be NULL on the CPU backend, got %p", stream);
-    }
-    if (executor->op != MOEPERM_OP_UNPERMUTE) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "the executor was planned by another operator, not "
-                            "moeperm_token_unpermute_get_workspace_size()");
-    }
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE);
+    if (status != MOEPERM_SUCCESS)
+        return status;
     moeperm_unpermute_run(executor, 0);
     free(executor);
     return MOEPERM_SUCCESS;

@@ -158,8 +158,8 @@ static moeperm_status check_shape2(const moeperm_tensor *t, const char *what, in
         return MOEPERM_SUCCESS;
     return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                         "%s shape is [%lld, %lld], expected [%lld, %lld] (the shape of %s)", what,
-                        (long long)t->dims[0], (long long)t->dims[1], (long long)d0,
-                        (long long)d1, like);
+                        (long long)t->dims[0], (long long)t->dims[1], (long long)d0, (long long)d1,
+                        like);
 }
 
 static moeperm_status check_output(const moeperm_tensor *out, const char *what,
@@ -204,8 +204,8 @@ static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tenso
         return status;
     if ((status = check_shape2(tokens_grad, "permuted_tokens_grad_out", shape->rows, shape->hidden,
                                "permuted_tokens")) ||
-        (probs && (status = check_shape2(probs_grad, "probs_grad_out", shape->tokens,
-                                         shape->top_k, "probs"))))
+        (probs && (status = check_shape2(probs_grad, "probs_grad_out", shape->tokens, shape->top_k,
+                                         "probs"))))
         return status;
 
     const moeperm_tensor *const inputs[4] = {tokens, grad, indices, probs};
@@ -254,6 +254,10 @@ typedef struct ug_isa {
     void (*fused16)(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst,
                     int64_t n);
     void (*stream)(char *dst, const char *src, size_t bytes);
+    /* fused_block() for an fp32 row streamed straight from registers: dst
+     * 64-byte aligned (NULL where the path has none) */
+    void (*fused32_stream)(const float *in, const float *g, float p, float *x, float *dst,
+                           int64_t n);
 } ug_isa;
 
 static void widen_fp16_portable(const uint16_t *src, float *dst, int64_t n)
@@ -377,8 +381,7 @@ static inline bool is_nan_bits(uint32_t bits)
  * the first operand: g's NaN made quiet, else p's made quiet (0 * inf: the
  * host's default NaN).
  */
-UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, float p,
-                                   int64_t n)
+UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, float p, int64_t n)
 {
     uint32_t p_bits = fp_bits(p);
     uint32_t p_nan = 0u - (uint32_t)is_nan_bits(p_bits);
@@ -419,15 +422,16 @@ UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const flo
     }
 }
 
-/* Slots computed side by side: two rows of permuted_tokens read at once
- * keep more of the memory's latency in flight than one. */
+/* Slots computed side by side: several rows of permuted_tokens read at
+ * once keep more of the memory's latency in flight than one. */
 #define SLOTS_AT_ONCE 4
 
 /* Per-thread scratch, in floats: the slots' widened probs and
- * accumulators, then chunk-long rows: g, the tree's second buffer (which
- * first holds g * p when that may hold NaNs), and for each slot computed
- * at once its products and its row of permuted_tokens_grad on the way to
- * memory.  Rows start on 64-byte boundaries. */
+ * accumulators, one block of products, then chunk-long rows: g, the tree's
+ * second buffer (which first holds a block of g * p when that may hold
+ * NaNs), and for each slot computed at once its first-step sums and its
+ * row of permuted_tokens_grad on the way to memory.  Rows start on 64-byte
+ * boundaries. */
 static int64_t round16(int64_t n)
 {
     return (n + 15) / 16 * 16;
@@ -575,7 +579,7 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
             }
             const char *in[SLOTS_AT_ONCE];
             char *out[SLOTS_AT_ONCE];
-            bool nan_product[SLOTS_AT_ONCE];
+            bool nan_product[SLOTS_AT_ONCE], direct[SLOTS_AT_ONCE];
             ug_out_row streamed[SLOTS_AT_ONCE];
             for (int64_t i = 0; i < count; i++) {
                 int64_t s = (int64_t)c->indices[(n * top_k + slot[i]) * c->indices_s];
@@ -583,9 +587,13 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                 out[i] = c->tokens_grad + (s * c->tokens_grad_s0 + c0 * out_s1) * size;
                 /* g * p is a NaN only from a NaN operand or 0 * inf */
                 uint32_t p_magnitude = fp_bits(p[slot[i]]) & 0x7fffffffu;
-                nan_product[i] = nan_seen || p_magnitude >= 0x7f800000u ||
-                                 (special_seen && p_magnitude == 0);
-                if (stream)
+                nan_product[i] =
+                    nan_seen || p_magnitude >= 0x7f800000u || (special_seen && p_magnitude == 0);
+                /* an aligned fp32 row needs no narrowing, so it can be
+                 * streamed from the registers that compute it */
+                direct[i] = stream && isa->fused32_stream && c->dtype == MOEPERM_FLOAT &&
+                            !nan_product[i] && c->tokens_s1 == 1 && ((uintptr_t)out[i] & 63u) == 0;
+                if (stream && !direct[i])
                     out_row_start(&streamed[i], out[i], out_buf[i], len * size);
             }
             int64_t d = ug_first_fold(len);
@@ -594,7 +602,10 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                 for (int64_t i = 0; i < count; i++) {
                     const char *from = in[i] + b0 * c->tokens_s1 * size;
                     char *to = stream ? out_buf[i] + b0 * size : out[i] + b0 * out_s1 * size;
-                    if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
+                    if (direct[i]) {
+                        isa->fused32_stream((const float *)from, g + b0, p[slot[i]], block,
+                                            (float *)(out[i] + b0 * size), width);
+                    } else if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
                         scale_pinned(t, g + b0, p[slot[i]], width);
                         narrow_row(c->dtype, t, to, stream ? 1 : out_s1, width, isa);
                         products(c->dtype, from, c->tokens_s1, g + b0, block, width, isa);
@@ -602,15 +613,15 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
                         fused_block(c->dtype, from, g + b0, p[slot[i]], block, to, width, isa);
                     }
                     first_step(block, b0, width, d, x[i]);
-                    if (stream)
+                    if (stream && !direct[i])
                         out_row_advance(&streamed[i], (b0 + width) * size, isa);
                 }
             }
             for (int64_t i = 0; i < count; i++) {
-                if (stream)
+                if (stream && !direct[i])
                     out_row_finish(&streamed[i]);
-                float sum = d ? ug_reduce_folded(x[i], t, len, d)
-                              : ug_pairwise(x[i], t, (len + 1) / 2);
+                float sum =
+                    d ? ug_reduce_folded(x[i], t, len, d) : ug_pairwise(x[i], t, (len + 1) / 2);
                 acc[slot[i]] = acc[slot[i]] + sum;
             }
         }
@@ -621,8 +632,8 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
         if (c->probs_dtype == MOEPERM_FLOAT) {
             memcpy(out, &value, sizeof value);
         } else {
-            uint16_t h = c->probs_dtype == MOEPERM_BF16 ? fp_float_to_bf16(value)
-                                                        : fp_float_to_fp16(value);
+            uint16_t h =
+                c->probs_dtype == MOEPERM_BF16 ? fp_float_to_bf16(value) : fp_float_to_fp16(value);
             memcpy(out, &h, sizeof h);
         }
     }
@@ -648,13 +659,11 @@ static void token_copy(const ug_ctx *c, int64_t n)
 
 /* Tokens [first, end) with one thread's scratch; stream asks for
  * non-temporal stores of permuted_tokens_grad where the path has them. */
-typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scratch,
-                         bool stream);
+typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream);
 
-static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch,
-                           bool stream)
+static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
-    static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable,
+    static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable, NULL,
                                NULL};
     (void)stream;
     for (int64_t n = first; n < end; n++)
@@ -666,7 +675,7 @@ static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *s
 #define UG_AVX512 "avx512f,avx512bw,avx512vl,avx2,f16c"
 
 __attribute__((target(UG_AVX2))) static void widen_fp16_avx2(const uint16_t *src, float *dst,
-                                                              int64_t n)
+                                                             int64_t n)
 {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -676,7 +685,7 @@ __attribute__((target(UG_AVX2))) static void widen_fp16_avx2(const uint16_t *src
 }
 
 __attribute__((target(UG_AVX2))) static void narrow_fp16_avx2(const float *src, uint16_t *dst,
-                                                               int64_t n)
+                                                              int64_t n)
 {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -686,9 +695,8 @@ __attribute__((target(UG_AVX2))) static void narrow_fp16_avx2(const float *src, 
         dst[j] = fp_float_to_fp16(src[j]);
 }
 
-__attribute__((target(UG_AVX2))) static void fused_fp16_avx2(const uint16_t *in,
-                                                              const float *g, float p,
-                                                              float *x, uint16_t *dst, int64_t n)
+__attribute__((target(UG_AVX2))) static void
+fused_fp16_avx2(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
 {
     __m256 factor = _mm256_set1_ps(p);
     int64_t j = 0;
@@ -708,35 +716,31 @@ __attribute__((target(UG_AVX2))) static void fused_fp16_avx2(const uint16_t *in,
 /* Non-temporal stores of whole 64-byte lines, dst aligned: a row of
  * permuted_tokens_grad is not read again soon, and skipping the read for
  * ownership saves a third of its traffic. */
-__attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src,
-                                                          size_t bytes)
+__attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src, size_t bytes)
 {
     for (size_t i = 0; i < bytes; i += 32)
         _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
 }
 
-__attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src,
-                                                                  float *dst, int64_t n)
+__attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src, float *dst,
+                                                                 int64_t n)
 {
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
-        _mm512_storeu_ps(dst + j,
-                         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + j))));
+        _mm512_storeu_ps(dst + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + j))));
     if (j < n) {
         __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-        _mm512_mask_storeu_ps(dst + j, m,
-                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + j)));
+        _mm512_mask_storeu_ps(dst + j, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + j)));
     }
 }
 
-__attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *src,
-                                                                   uint16_t *dst, int64_t n)
+__attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *src, uint16_t *dst,
+                                                                  int64_t n)
 {
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
-        _mm256_storeu_si256(
-            (__m256i *)(dst + j),
-            _mm512_cvtps_ph(_mm512_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
+        _mm256_storeu_si256((__m256i *)(dst + j),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
     if (j < n) {
         __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
         _mm256_mask_storeu_epi16(
@@ -745,10 +749,8 @@ __attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *s
     }
 }
 
-__attribute__((target(UG_AVX512))) static void fused_fp16_avx512(const uint16_t *in,
-                                                                  const float *g, float p,
-                                                                  float *x, uint16_t *dst,
-                                                                  int64_t n)
+__attribute__((target(UG_AVX512))) static void
+fused_fp16_avx512(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
 {
     __m512 factor = _mm512_set1_ps(p);
     int64_t j = 0;
@@ -764,37 +766,66 @@ __attribute__((target(UG_AVX512))) static void fused_fp16_avx512(const uint16_t 
         __m512 gv = _mm512_maskz_loadu_ps(m, g + j);
         __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, in + j));
         _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(xv, gv));
-        _mm256_mask_storeu_epi16(dst + j, m,
-                                 _mm512_cvtps_ph(_mm512_mul_ps(gv, factor),
-                                                 _MM_FROUND_TO_NEAREST_INT));
+        _mm256_mask_storeu_epi16(
+            dst + j, m, _mm512_cvtps_ph(_mm512_mul_ps(gv, factor), _MM_FROUND_TO_NEAREST_INT));
     }
 }
 
 __attribute__((target(UG_AVX512))) static void stream_avx512(char *dst, const char *src,
-                                                              size_t bytes)
+                                                             size_t bytes)
 {
     for (size_t i = 0; i < bytes; i += 64)
         _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
 }
 
-__attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first,
-                                                         int64_t end, float *scratch,
-                                                         bool stream)
+__attribute__((target(UG_AVX2))) static void
+fused32_stream_avx2(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
+{
+    __m256 factor = _mm256_set1_ps(p);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 gv = _mm256_loadu_ps(g + j);
+        _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(in + j), gv));
+        _mm256_stream_ps(dst + j, _mm256_mul_ps(gv, factor));
+    }
+    for (; j < n; j++) {
+        x[j] = in[j] * g[j];
+        dst[j] = g[j] * p;
+    }
+}
+
+__attribute__((target(UG_AVX512))) static void
+fused32_stream_avx512(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
+{
+    __m512 factor = _mm512_set1_ps(p);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 gv = _mm512_loadu_ps(g + j);
+        _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), gv));
+        _mm512_stream_ps(dst + j, _mm512_mul_ps(gv, factor));
+    }
+    for (; j < n; j++) {
+        x[j] = in[j] * g[j];
+        dst[j] = g[j] * p;
+    }
+}
+
+__attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first, int64_t end,
+                                                        float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx2, narrow_fp16_avx2, fused_fp16_avx2,
-                        stream ? stream_avx2 : NULL};
+                        stream ? stream_avx2 : NULL, stream ? fused32_stream_avx2 : NULL};
     for (int64_t n = first; n < end; n++)
         token_with_probs(c, n, scratch, &isa);
     if (stream)
         _mm_sfence();
 }
 
-__attribute__((target(UG_AVX512))) static void range_avx512(const ug_ctx *c, int64_t first,
-                                                             int64_t end, float *scratch,
-                                                             bool stream)
+__attribute__((target(UG_AVX512))) static void
+range_avx512(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
     const ug_isa isa = {widen_fp16_avx512, narrow_fp16_avx512, fused_fp16_avx512,
-                        stream ? stream_avx512 : NULL};
+                        stream ? stream_avx512 : NULL, stream ? fused32_stream_avx512 : NULL};
     for (int64_t n = first; n < end; n++)
         token_with_probs(c, n, scratch, &isa);
     if (stream)
@@ -802,37 +833,27 @@ __attribute__((target(UG_AVX512))) static void range_avx512(const ug_ctx *c, int
 }
 #endif
 
-/* Below this many bytes per thread a thread costs more to wake than it
- * saves (the permute-grad kernel's figure, docs/performance.md). */
-#define BYTES_PER_THREAD (INT64_C(16) << 20)
 /* permuted_tokens_grad at least this large is written with non-temporal
  * stores on the x86 paths: nobody reads it soon. */
 #define STREAM_MIN_BYTES (INT64_C(8) << 20)
 
+/* Exactly the threads asked for; by default the library's one rule of as
+ * many threads as the bytes to move pay for (moeperm_threads_for_bytes()). */
 static int team_size(const ug_ctx *c, int threads)
 {
     if (threads > 0)
         return threads;
-    int team = 1;
-#ifdef _OPENMP
-    team = omp_get_max_threads();
-#endif
-    if (team <= 1)
-        return 1;
     /* in double: the product may pass 2^63 */
-    double bytes = ((double)c->rows * 2.0 + (double)c->tokens_num) * (double)c->hidden *
-                   (double)c->size;
-    double useful = bytes / (double)BYTES_PER_THREAD;
-    if (useful < team)
-        team = useful < 1 ? 1 : (int)useful;
-    return team;
+    double bytes =
+        ((double)c->rows * 2.0 + (double)c->tokens_num) * (double)c->hidden * (double)c->size;
+    return moeperm_threads_for_bytes(0, bytes);
 }
 
 static void resolve(const struct moeperm_unpermute_grad_plan *plan, ug_ctx *c)
 {
     const struct moeperm_tensor *tk = &plan->permuted_tokens, *g = &plan->grad,
-                                *ix = &plan->indices, *pr = &plan->probs,
-                                *tg = &plan->tokens_grad, *pg = &plan->probs_grad;
+                                *ix = &plan->indices, *pr = &plan->probs, *tg = &plan->tokens_grad,
+                                *pg = &plan->probs_grad;
     memset(c, 0, sizeof *c);
     c->tokens = origin(tk);
     c->grad = origin(g);
@@ -955,8 +976,7 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     if (!permuted_tokens_grad_out)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens_grad_out is NULL");
     if (probs && !probs_grad_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
-                            "probs_grad_out is NULL but probs is given");
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "probs_grad_out is NULL but probs is given");
     if (!probs && probs_grad_out)
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                             "probs_grad_out is given but probs is NULL: without probs there is "
@@ -967,9 +987,8 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     ug_shape shape;
-    moeperm_status status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices,
-                                     probs, padded_mode, permuted_tokens_grad_out, probs_grad_out,
-                                     &shape);
+    moeperm_status status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs,
+                                     padded_mode, permuted_tokens_grad_out, probs_grad_out, &shape);
     if (status != MOEPERM_SUCCESS)
         return status;
 
@@ -1008,19 +1027,7 @@ static moeperm_status check_chip(const moeperm_chip *chip)
     return MOEPERM_SUCCESS;
 }
 
-static const char *op_planner(moeperm_op op)
-{
-    switch (op) {
-    case MOEPERM_OP_PERMUTE_GRAD:
-        return "moeperm_token_permute_grad_get_workspace_size()";
-    case MOEPERM_OP_PERMUTE:
-        return "moeperm_token_permute_get_workspace_size()";
-    case MOEPERM_OP_UNPERMUTE:
-        return "moeperm_token_unpermute_get_workspace_size()";
-    default:
-        return "another operator";
-    }
-}
+
 
 moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moeperm_chip *chip)
 {
@@ -1032,7 +1039,7 @@ moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moepe
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
                             "the executor was planned by %s, whose arithmetic does not depend "
                             "on the chip",
-                            op_planner(executor->op));
+                            moeperm_executor_planner(executor->op));
     moeperm_status status = check_chip(chip);
     if (status != MOEPERM_SUCCESS)
         return status;
@@ -1045,22 +1052,9 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
-    if (stream) {
-        free(executor);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "stream must be NULL on the CPU backend, got %p", stream);
-    }
-    if (executor->op != MOEPERM_OP_UNPERMUTE_GRAD) {
-        moeperm_status status =
-            moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                         "the executor was planned by %s, not "
-                         "moeperm_token_unpermute_grad_get_workspace_size()",
-                         op_planner(executor->op));
-        free(executor);
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
+    if (status != MOEPERM_SUCCESS)
         return status;
-    }
     bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_PATH_AUTO);
     free(executor);
     if (!done)
@@ -1138,12 +1132,11 @@ moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
     if (slots > 0 && !exact)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "exact is NULL");
     /* exact as a view of 8-byte elements, for the overlap checks */
-    moeperm_tensor view = {.dtype = MOEPERM_INT64, .ndim = 1, .dims = {slots}, .strides = {1},
-                           .data = exact};
+    moeperm_tensor view = {
+        .dtype = MOEPERM_INT64, .ndim = 1, .dims = {slots}, .strides = {1}, .data = exact};
     const moeperm_tensor *inputs[4] = {permuted_tokens, unpermuted_tokens_grad, sorted_indices,
                                        probs};
-    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices",
-                            "probs"};
+    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
     for (int i = 0; i < 4; i++)
         if ((status = check_apart(&view, "exact", inputs[i], names[i])))
             return status;

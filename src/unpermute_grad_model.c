@@ -45,8 +45,7 @@ static int64_t greatest_divisor(int64_t n, int64_t limit)
 /* Without probs the kernel only copies rows: as many whole rows as the
  * buffer holds, twice over, each with its index; a row too long for 32
  * bytes of indices is cut. */
-static void split_without_probs(moeperm_unpermute_grad_tiling *t, int64_t tokens_size,
-                                int64_t ub)
+static void split_without_probs(moeperm_unpermute_grad_tiling *t, int64_t tokens_size, int64_t ub)
 {
     int64_t elems_32b = 32 / tokens_size, indices_32b = 32 / INDEX_BYTES;
     int64_t align = align_up(t->hidden_size, elems_32b);
@@ -87,8 +86,8 @@ static void split_with_probs(moeperm_unpermute_grad_tiling *t, int64_t tokens_si
             indices = t->token_num_each_core * top_k;
     }
     int64_t indices_align = align_up(indices, probs_32b);
-    int64_t left = ub - BUFFER_NUM * probs_size * indices_align * 2 -
-                   indices_align * FP32_BYTES * 3 - 256;
+    int64_t left =
+        ub - BUFFER_NUM * probs_size * indices_align * 2 - indices_align * FP32_BYTES * 3 - 256;
     /* Rows beyond the buffer's size cannot fit even once. */
     int64_t rows = 0;
     if (align <= ub)

@@ -2,7 +2,7 @@
  * validate.c - every check of the first phase, each with the aclnn status
  * and a sentence that names the offending value.
  *
- * The vendor's host code checks little (spec §3); a reference oracle must
+ * The vendor's host code checks little (docs/npu.md); a reference oracle must
  * refuse everything a correct kernel is not defined for, so that a bad
  * argument is reported here instead of surfacing as wrong bits later.  The
  * kernel itself is still written to stay in bounds whatever the indices
@@ -29,8 +29,7 @@ int64_t element_count(const moeperm_tensor *t)
 
 /* The byte range [*lo, *hi) a non-empty view touches, relative to its data
  * pointer.  Fails when the range does not fit in 63 bits. */
-moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo,
-                                int64_t *hi)
+moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo, int64_t *hi)
 {
     int64_t last = t->offset;
     for (uint64_t i = 0; i < t->ndim; i++) {
@@ -186,7 +185,7 @@ moeperm_status check_float_dtype(const moeperm_tensor *t, const char *what)
 }
 
 moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
-                                 const char *layout)
+                          const char *layout)
 {
     if (t->ndim == ndim)
         return MOEPERM_SUCCESS;

@@ -4,6 +4,7 @@
  * binary32 value and every rounding candidate is exact, with nearbyint()
  * in the default round-to-nearest-even mode.
  */
+#include "golden/prng.h"
 #include "naive.h"
 
 #include <math.h>
@@ -140,12 +141,11 @@ void naive_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows, int
     }
 }
 
+/* SplitMix64 as a sequence: the project's one copy of the generator is
+ * the golden library's (prng.h); the tests draw their data from it too. */
 uint64_t naive_rand(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
+    return prng_mix64(*state += PRNG_GAMMA);
 }
 
 void naive_permutation(uint64_t *state, int32_t *out, int64_t n)

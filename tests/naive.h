@@ -1,5 +1,5 @@
 /*
- * naive.h - the tests' own, independent model of spec §2.
+ * naive.h - the tests' own, independent model of docs/arithmetic.md.
  *
  * Nothing here calls libmoeperm: conversions round with double arithmetic
  * and nearbyint() instead of the library's integer tricks, and the operator
@@ -18,7 +18,7 @@ float naive_fp16_to_float(uint16_t bits);
 uint16_t naive_float_to_bf16(float value);
 uint16_t naive_float_to_fp16(float value);
 
-/* out[t, h] per spec §2 over contiguous row-major buffers. */
+/* out[t, h] as docs/arithmetic.md defines it, over contiguous row-major buffers. */
 void naive_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows, int64_t hidden,
                         const int32_t *indices, int64_t tokens, int64_t top_k, void *out);
 

@@ -26,9 +26,9 @@ static int64_t down(int64_t a, int64_t b)
     return b == 0 ? 0 : a / b * b;
 }
 
-void naive_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size,
-                     int64_t num_out_tokens, moeperm_dtype tokens_dtype, int probs_dtype,
-                     int64_t ub_bytes, int64_t cores, naive_tiling *t)
+void naive_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size, int64_t num_out_tokens,
+                     moeperm_dtype tokens_dtype, int probs_dtype, int64_t ub_bytes, int64_t cores,
+                     naive_tiling *t)
 {
     const uint32_t buffers = 2;
     uint64_t ub = (uint64_t)ub_bytes;
@@ -111,9 +111,8 @@ int64_t naive_ug_chunk(const naive_tiling *t)
     return t->hidden_size_loop_times == 1 ? t->hidden_size : t->hidden_size_align;
 }
 
-int64_t naive_ug_chunk_for(int64_t tokens_num, int64_t top_k, int64_t hidden,
-                           moeperm_dtype dtype, moeperm_dtype probs_dtype, int64_t ub_bytes,
-                           int64_t cores)
+int64_t naive_ug_chunk_for(int64_t tokens_num, int64_t top_k, int64_t hidden, moeperm_dtype dtype,
+                           moeperm_dtype probs_dtype, int64_t ub_bytes, int64_t cores)
 {
     naive_tiling t;
     naive_ug_tiling(tokens_num, top_k, hidden, 0, dtype, (int)probs_dtype, ub_bytes, cores, &t);
@@ -260,8 +259,8 @@ static float times(float g, float p)
 
 void naive_unpermute_grad(moeperm_dtype dtype, moeperm_dtype probs_dtype, const void *tokens,
                           int64_t rows, int64_t hidden, const void *grad, int64_t tokens_num,
-                          const int32_t *indices, const void *probs, int64_t top_k,
-                          int64_t chunk, void *tokens_grad, void *probs_grad)
+                          const int32_t *indices, const void *probs, int64_t top_k, int64_t chunk,
+                          void *tokens_grad, void *probs_grad)
 {
     size_t size = naive_size(dtype);
     if (!probs) {

@@ -26,9 +26,9 @@ typedef struct naive_tiling {
 } naive_tiling;
 
 /* probs_dtype < 0: no probs (top_k is then 1). */
-void naive_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size,
-                     int64_t num_out_tokens, moeperm_dtype tokens_dtype, int probs_dtype,
-                     int64_t ub_bytes, int64_t cores, naive_tiling *out);
+void naive_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size, int64_t num_out_tokens,
+                     moeperm_dtype tokens_dtype, int probs_dtype, int64_t ub_bytes, int64_t cores,
+                     naive_tiling *out);
 
 /* The columns of every chunk but the last (the whole row when one chunk). */
 int64_t naive_ug_chunk(const naive_tiling *t);
@@ -43,12 +43,11 @@ float naive_ug_reduce_sum_func(float *buf, int64_t len);
  * not written. */
 void naive_unpermute_grad(moeperm_dtype dtype, moeperm_dtype probs_dtype, const void *tokens,
                           int64_t rows, int64_t hidden, const void *grad, int64_t tokens_num,
-                          const int32_t *indices, const void *probs, int64_t top_k,
-                          int64_t chunk, void *tokens_grad, void *probs_grad);
+                          const int32_t *indices, const void *probs, int64_t top_k, int64_t chunk,
+                          void *tokens_grad, void *probs_grad);
 
 /* The chunk length a plan on (ub_bytes, cores) uses, through naive_ug_tiling(). */
-int64_t naive_ug_chunk_for(int64_t tokens_num, int64_t top_k, int64_t hidden,
-                           moeperm_dtype dtype, moeperm_dtype probs_dtype, int64_t ub_bytes,
-                           int64_t cores);
+int64_t naive_ug_chunk_for(int64_t tokens_num, int64_t top_k, int64_t hidden, moeperm_dtype dtype,
+                           moeperm_dtype probs_dtype, int64_t ub_bytes, int64_t cores);
 
 #endif

@@ -61,6 +61,26 @@ static void test_run_after_tensors_destroyed_computes_and_frees_plan(void **stat
     assert_memory_equal(b.out, want, sizeof want);
 }
 
+/* moeperm_executor_run() is the second phase of whichever operator made
+ * the plan: the same bits, the same refusals. */
+static void test_executor_run_is_the_planning_operators_second_phase(void **state)
+{
+    (void)state;
+    buffers b;
+    fill(&b);
+    assert_int_equal(moeperm_executor_run(NULL, 0, plan_for(&b), NULL), MOEPERM_SUCCESS);
+    const float want[T * H] = {4, 6, 12, 14};
+    assert_memory_equal(b.out, want, sizeof want);
+    memset(b.out, 0, sizeof b.out);
+    int stream;
+    assert_int_equal(moeperm_executor_run(NULL, 0, plan_for(&b), &stream),
+                     MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "stream must be NULL"));
+    const float zero[T * H] = {0};
+    assert_memory_equal(b.out, zero, sizeof zero);
+    assert_int_equal(moeperm_executor_run(NULL, 0, NULL, NULL), MOEPERM_ERR_PARAM_NULLPTR);
+}
+
 static void test_destroying_an_unrun_plan_writes_nothing(void **state)
 {
     (void)state;
@@ -115,6 +135,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_after_tensors_destroyed_computes_and_frees_plan),
+        cmocka_unit_test(test_executor_run_is_the_planning_operators_second_phase),
         cmocka_unit_test(test_destroying_an_unrun_plan_writes_nothing),
         cmocka_unit_test(test_run_reads_grad_at_run_time),
         cmocka_unit_test(test_indices_changed_after_planning_never_read_out_of_bounds),

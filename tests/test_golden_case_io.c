@@ -10,10 +10,18 @@
  * bits read as documented (format 2, and format 1 on a kept case of that
  * format), and case discovery is sorted,
  * follows symbolic links without looping, and skips the dot-directories an
- * interrupted write may leave.
+ * interrupted write may leave; discovery fails, naming the path, on what
+ * it cannot see into (EACCES as nobody, a link loop, PATH_MAX) and lists a
+ * dangling case.json; an atomic write never replaces what is not a regular
+ * file; a case name too long for its temporary is refused before anything
+ * is made.
  */
+#define _DEFAULT_SOURCE /* setgroups() */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -521,7 +529,7 @@ static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **sta
                     res.new_seed_ok = back.seed == 2;
                     golden_case_free(&back);
                 }
-                find_entry(dir, ".c.old.", name, sizeof name);
+                find_entry(dir, ".c.", name, sizeof name);
                 snprintf(parked, sizeof parked, "%s/%s", dir, name);
                 if (name[0] && strstr(res.err, parked) &&
                     golden_case_read(parked, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
@@ -714,7 +722,7 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     free(orig);
 }
 
-/* interfaces.md: tools find every case.json below a directory, links
+/* docs/golden-format.md: tools find every case.json below a directory, links
  * included.  The tree (under links/):
  *   a/c0        a case
  *   b -> a      a second name for a: listed once, as a/c0
@@ -759,6 +767,245 @@ static void test_find_cases_follows_links_once_and_ends_loops(void **state)
     golden_free_paths(found, count);
 }
 
+/* What the child of a test run as nobody found. */
+typedef struct child_result {
+    int dropped; /* 1: root could not become nobody */
+    int rc[3];
+    char err[3][1024];
+    char path[3][600];
+} child_result;
+
+/* Runs fn in a child that is nobody (when the test runs as root), so
+ * that permissions bind; the child reports through a pipe.  Skips the
+ * test only where root cannot drop its privileges. */
+static void as_nobody(void (*fn)(child_result *), child_result *res)
+{
+    int fds[2];
+    memset(res, 0, sizeof *res);
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+                               setuid(65534) != 0))
+            res->dropped = 1;
+        else
+            fn(res);
+        ssize_t put = write(fds[1], res, sizeof *res);
+        _exit(put == (ssize_t)sizeof *res ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], res, sizeof *res);
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(got, (ssize_t)sizeof *res);
+    if (res->dropped) {
+        printf("skipped: running as root without the right to become nobody\n");
+        skip();
+    }
+}
+
+static void write_empty(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+/* Three trees, each with a good case a/c0 beside something the walk
+ * cannot see into: a directory that can be listed but not searched (its
+ * cases' stat() fails with EACCES), one that cannot even be read, and two
+ * links that point at each other (ELOOP).  Each must fail the walk with
+ * the path and the reason, not drop the case behind it. */
+static void find_in_unreadable_trees(child_result *res)
+{
+    char dir[] = "/tmp/moeperm-test-walk-XXXXXX", path[700];
+    if (!mkdtemp(dir))
+        return;
+    static const char *const blocked[] = {"listable", "closed", "loop"};
+    for (int i = 0; i < 3; i++) {
+        char tree[100], **found = NULL;
+        size_t count = 0;
+        snprintf(tree, sizeof tree, "%s/%s", dir, blocked[i]);
+        snprintf(path, sizeof path, "%s/a/c0", tree);
+        golden_mkdirs(path, res->err[i], sizeof res->err[i]);
+        snprintf(path, sizeof path, "%s/a/c0/case.json", tree);
+        write_empty(path);
+        snprintf(res->path[i], sizeof res->path[i], "%s/sub", tree);
+        if (i < 2) {
+            snprintf(path, sizeof path, "%s/sub/c1", tree);
+            golden_mkdirs(path, res->err[i], sizeof res->err[i]);
+            snprintf(path, sizeof path, "%s/sub/c1/case.json", tree);
+            write_empty(path);
+            chmod(res->path[i], i == 0 ? 0644 : 0);
+        } else {
+            snprintf(path, sizeof path, "%s/sub2", tree);
+            if (symlink("sub2", res->path[i]) != 0 || symlink("sub", path) != 0)
+                snprintf(res->err[i], sizeof res->err[i], "cannot make the loop");
+        }
+        res->rc[i] = golden_find_cases(tree, &found, &count, res->err[i], sizeof res->err[i]);
+        if (res->rc[i] == 0)
+            snprintf(res->err[i], sizeof res->err[i], "%zu cases found", count);
+        golden_free_paths(found, count);
+        snprintf(path, sizeof path, "%s/sub", tree);
+        chmod(path, 0755);
+    }
+    golden_remove_tree(dir);
+}
+
+static void test_find_cases_fails_on_what_it_cannot_see_into(void **state)
+{
+    (void)state;
+    child_result res;
+    as_nobody(find_in_unreadable_trees, &res);
+    static const char *const reasons[] = {"Permission denied", "Permission denied",
+                                          "Too many levels of symbolic links"};
+    for (int i = 0; i < 3; i++)
+        if (res.rc[i] != -1 || !strstr(res.err[i], res.path[i]) ||
+            !strstr(res.err[i], reasons[i]))
+            fail_msg("tree %d: rc %d, expected -1 with \"%s\" and \"%s\": %s", i, res.rc[i],
+                     res.path[i], reasons[i], res.err[i]);
+}
+
+/* Removes the directory `name` in the directory fd and everything below,
+ * through descriptors: the paths are beyond PATH_MAX. */
+static void remove_at(int parent, const char *name)
+{
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd >= 0) {
+        DIR *d = fdopendir(fd);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            if (unlinkat(fd, e->d_name, 0) != 0)
+                remove_at(fd, e->d_name);
+        }
+        if (d)
+            closedir(d);
+    }
+    unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* A case deeper than PATH_MAX cannot be opened by its path: the walk must
+ * fail naming where (shortened, so the reason still fits) instead of
+ * skipping it as "not a directory" and passing the corpus without it. */
+static void test_find_cases_fails_beyond_path_max(void **state)
+{
+    (void)state;
+    char err[2048], dir[600], name[201];
+    golden_case c = make_case(4, -1);
+    snprintf(dir, sizeof dir, "%s/deep/a/c0", root);
+    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+    memset(name, 'd', 200);
+    name[200] = '\0';
+    snprintf(dir, sizeof dir, "%s/deep", root);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    int top = dup(fd);
+    size_t levels = PATH_MAX / 201 + 2;
+    for (size_t i = 0; i < levels; i++) {
+        assert_int_equal(mkdirat(fd, name, 0755), 0);
+        int next = openat(fd, name, O_RDONLY | O_DIRECTORY);
+        assert_true(next >= 0);
+        close(fd);
+        fd = next;
+    }
+    int m = openat(fd, "case.json", O_WRONLY | O_CREAT, 0644);
+    assert_true(m >= 0);
+    close(m);
+    close(fd);
+
+    char **found = NULL;
+    size_t count = 0;
+    int rc = golden_find_cases(dir, &found, &count, err, sizeof err);
+    golden_free_paths(found, count);
+    remove_at(top, name);
+    close(top);
+    if (rc != -1 || !strstr(err, "File name too long") || !strstr(err, "/deep/dddd") ||
+        !strstr(err, "bytes)"))
+        fail_msg("rc %d, %zu cases: %s", rc, count, err);
+}
+
+/* A dangling case.json is a case whose manifest is missing, listed so the
+ * reader can say so; a dangling link to a directory is skipped. */
+static void test_find_cases_lists_a_dangling_manifest(void **state)
+{
+    (void)state;
+    char err[1024], dir[600], link_path[700];
+    snprintf(dir, sizeof dir, "%s/dangling/c1", root);
+    assert_int_equal(golden_mkdirs(dir, err, sizeof err), 0);
+    snprintf(link_path, sizeof link_path, "%s/case.json", dir);
+    assert_int_equal(symlink("nowhere.json", link_path), 0);
+    snprintf(link_path, sizeof link_path, "%s/dangling/gone", root);
+    assert_int_equal(symlink("nowhere", link_path), 0);
+    snprintf(dir, sizeof dir, "%s/dangling", root);
+    char **found = NULL;
+    size_t count = 0;
+    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), 0);
+    assert_int_equal(count, 1);
+    assert_non_null(strstr(found[0], "dangling/c1"));
+    golden_free_paths(found, count);
+}
+
+/* The last guard of every output: what is at the path when the rename
+ * comes is replaced only if it is a regular file.  A link (to a file that
+ * must not change), a FIFO and a directory are left as they were. */
+static void test_atomic_write_never_replaces_what_is_not_a_regular_file(void **state)
+{
+    (void)state;
+    char err[1024], dir[600], target[700], link_path[700], fifo[700];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/kinds", root);
+    assert_int_equal(golden_mkdirs(dir, err, sizeof err), 0);
+    snprintf(target, sizeof target, "%s/target.txt", dir);
+    write_text(target, "keep me");
+    snprintf(link_path, sizeof link_path, "%s/link", dir);
+    assert_int_equal(symlink("target.txt", link_path), 0);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *paths[] = {link_path, fifo, dir};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(golden_write_file_atomic(paths[i], "new", 3, err, sizeof err), -1);
+        if (!strstr(err, "no longer a regular file"))
+            fail_msg("%s: unexpected message: %s", paths[i], err);
+    }
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    char *text = read_text(target);
+    assert_string_equal(text, "keep me");
+    free(text);
+    assert_int_equal(dir_entries(dir), 3); /* no temporary left */
+}
+
+/* A case name whose temporary (".NAME.tmp.XXXXXX") would not fit is
+ * refused before anything is created, with a sentence that says so. */
+static void test_case_name_too_long_for_its_temporary_is_refused_first(void **state)
+{
+    (void)state;
+    char err[1024], path[800], name[250];
+    golden_case c = make_case(2, -1);
+    memset(name, 'n', 244);
+    name[244] = '\0';
+    snprintf(path, sizeof path, "%s/longname/%s", root, name);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), -1);
+    if (!strstr(err, "is 244 bytes") || !strstr(err, "temporary name adds"))
+        fail_msg("unexpected message: %s", err);
+    snprintf(path, sizeof path, "%s/longname", root);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), -1); /* not even the parent was made */
+    name[243] = '\0';
+    snprintf(path, sizeof path, "%s/longname/%s", root, name);
+    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    golden_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -777,6 +1024,11 @@ int main(void)
         cmocka_unit_test(test_empty_case_directory_is_refused_and_slashes_are_not_doubled),
         cmocka_unit_test(test_integers_at_and_beyond_64_bits),
         cmocka_unit_test(test_find_cases_follows_links_once_and_ends_loops),
+        cmocka_unit_test(test_find_cases_fails_on_what_it_cannot_see_into),
+        cmocka_unit_test(test_find_cases_fails_beyond_path_max),
+        cmocka_unit_test(test_find_cases_lists_a_dangling_manifest),
+        cmocka_unit_test(test_atomic_write_never_replaces_what_is_not_a_regular_file),
+        cmocka_unit_test(test_case_name_too_long_for_its_temporary_is_refused_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -379,6 +379,40 @@ static void test_missing_listed_library_is_named(void **state)
     expect_open_failure("no Ascend runtime found", "/nonexistent/libascendcl.so");
 }
 
+/* A list longer than the message buffer: the reason a library did not
+ * load comes first, so the buffer cuts the echo of the list, not the
+ * reason (it once held only "looked in: MOEPERM_ASCEND_LIBS=..."). */
+static void test_long_library_list_keeps_the_reason(void **state)
+{
+    char list[4096] = "", dir[300];
+    memset(dir, 'd', 250);
+    dir[250] = '\0';
+    for (int i = 0; i < 12; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s/nonexistent/%s/lib%d.so",
+                 i ? ":" : "", dir, i);
+    setenv("MOEPERM_ASCEND_LIBS", list, 1);
+    expect_open_failure("no Ascend runtime found: cannot load ...",
+                        "lib0.so (cannot open shared object file: No such file or directory)");
+}
+
+/* At most ACL_MAX_LIBS (16) libraries, said before any is loaded. */
+static void test_more_than_16_libraries_are_refused_by_count(void **state)
+{
+    char list[8192] = "";
+    for (int i = 0; i < 17; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "::" : "",
+                 env_path("FAKE_ACL_FULL"));
+    setenv("MOEPERM_ASCEND_LIBS", list, 1);
+    expect_open_failure("MOEPERM_ASCEND_LIBS lists 17 libraries", "at most 16");
+    int64_t inits = stats_get()->inits;
+    /* 16 is fine (one library loaded 16 times is still one library). */
+    strrchr(list, ':')[-1] = '\0';
+    setenv("MOEPERM_ASCEND_LIBS", list, 1);
+    backend *b = open_npu();
+    backend_npu.close(b);
+    assert_int_equal(stats_get()->inits - inits, 1);
+}
+
 static void test_default_search_finds_ascend_home_path(void **state)
 {
     unsetenv("MOEPERM_ASCEND_LIBS");
@@ -511,6 +545,8 @@ int main(int argc, char **argv)
         T(test_sync_failure_is_failure),
         T(test_flipped_bit_reaches_the_output),
         T(test_missing_listed_library_is_named),
+        T(test_long_library_list_keeps_the_reason),
+        T(test_more_than_16_libraries_are_refused_by_count),
         T(test_default_search_finds_ascend_home_path),
         T(test_missing_device_fails_and_finalizes),
         T(test_stream_refusal_fails_open_and_unwinds),

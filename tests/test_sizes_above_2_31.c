@@ -5,7 +5,7 @@
  * 65536 rows x 32776 columns of bf16 is 2^31 + 2^21 elements (4.3 GB): the
  * rows from 65521 on start beyond element 2^31, so an offset computed in
  * int, or in int32 times int32, lands on the wrong row (TransformerEngine's
- * unpermute had exactly this bug, spec §6).  Every row holds different
+ * unpermute had exactly this bug).  Every row holds different
  * values, so a wrong row shows as wrong sums.  32776 = 16 * 2048 + 8 also
  * leaves a column tail after the kernel's blocks and vectors.
  *

@@ -92,8 +92,8 @@ static double fixed_point_dot(const exact_case *c, int64_t i)
     return ldexp((double)sum, -40); /* one rounding, to nearest even */
 }
 
-static exact_case *case_new(moeperm_dtype dtype, int64_t tokens_num, int64_t top_k,
-                            int64_t hidden, int64_t rows)
+static exact_case *case_new(moeperm_dtype dtype, int64_t tokens_num, int64_t top_k, int64_t hidden,
+                            int64_t rows)
 {
     exact_case *c = calloc(1, sizeof *c);
     c->dtype = dtype;

@@ -53,8 +53,8 @@ static void fixture_init(fixture *f)
     f->probs_grad_dims[0] = N, f->probs_grad_dims[1] = K;
     f->tokens_ndim = f->grad_ndim = f->probs_ndim = f->tokens_grad_ndim = f->probs_grad_ndim = 2;
     f->index_ndim = 1;
-    f->tokens_dtype = f->grad_dtype = f->probs_dtype = f->tokens_grad_dtype =
-        f->probs_grad_dtype = MOEPERM_BF16;
+    f->tokens_dtype = f->grad_dtype = f->probs_dtype = f->tokens_grad_dtype = f->probs_grad_dtype =
+        MOEPERM_BF16;
     f->index_dtype = MOEPERM_INT32;
     f->with_probs = f->with_probs_grad = true;
     f->tokens_grad_data = f->tokens_grad;
@@ -68,11 +68,11 @@ typedef struct views {
 static views make_views(fixture *f)
 {
     views v;
-    v.tokens = moeperm_tensor_create(f->tokens_dims, f->tokens_ndim, f->tokens_dtype, NULL, 0,
-                                     f->tokens);
+    v.tokens =
+        moeperm_tensor_create(f->tokens_dims, f->tokens_ndim, f->tokens_dtype, NULL, 0, f->tokens);
     v.grad = moeperm_tensor_create(f->grad_dims, f->grad_ndim, f->grad_dtype, NULL, 0, f->grad);
-    v.indices = moeperm_tensor_create(f->index_dims, f->index_ndim, f->index_dtype, NULL, 0,
-                                      f->indices);
+    v.indices =
+        moeperm_tensor_create(f->index_dims, f->index_ndim, f->index_dtype, NULL, 0, f->indices);
     v.probs = f->with_probs ? moeperm_tensor_create(f->probs_dims, f->probs_ndim, f->probs_dtype,
                                                     NULL, 0, f->probs)
                             : NULL;
@@ -120,8 +120,8 @@ static void expect_failure(fixture *f, moeperm_status want, const char *message)
     uint64_t workspace = 77;
     moeperm_executor *plan = (moeperm_executor *)(uintptr_t)1;
     moeperm_status status = moeperm_token_unpermute_grad_get_workspace_size(
-        v.tokens, v.grad, v.indices, v.probs, f->padded_mode, NULL, 0, v.tokens_grad,
-        v.probs_grad, &workspace, &plan);
+        v.tokens, v.grad, v.indices, v.probs, f->padded_mode, NULL, 0, v.tokens_grad, v.probs_grad,
+        &workspace, &plan);
     if (status != want)
         fail_msg("status %d (%s), expected %d; message: %s", status, moeperm_status_name(status),
                  want, moeperm_last_error());
@@ -346,7 +346,8 @@ static void test_bad_indices_are_named(void **state)
     expect_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices[3] = 8 is outside [0, 7]");
     fixture_init(&f);
     f.indices[6] = f.indices[2];
-    expect_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices[6] = 5 repeats sorted_indices[2]");
+    expect_failure(&f, MOEPERM_ERR_PARAM_INVALID,
+                   "sorted_indices[6] = 5 repeats sorted_indices[2]");
 }
 
 static void test_overlapping_outputs_are_invalid(void **state)
@@ -437,17 +438,16 @@ static void test_set_chip_refuses_bad_values_and_other_operators(void **state)
     moeperm_tensor *o = moeperm_tensor_create(odims, 2, MOEPERM_BF16, NULL, 0, out);
     uint64_t workspace;
     moeperm_executor *other = NULL;
-    assert_int_equal(moeperm_token_permute_grad_get_workspace_size(g, ix, 2, false, o, &workspace,
-                                                                   &other),
-                     MOEPERM_SUCCESS);
+    assert_int_equal(
+        moeperm_token_permute_grad_get_workspace_size(g, ix, 2, false, o, &workspace, &other),
+        MOEPERM_SUCCESS);
     chip = (moeperm_chip){196352, 48};
     assert_int_equal(moeperm_executor_set_chip(other, &chip), MOEPERM_ERR_PARAM_INVALID);
     expect_message("planned by moeperm_token_permute_grad_get_workspace_size(), whose "
                    "arithmetic does not depend on the chip");
     /* and the second phase refuses it, freeing it, outputs untouched */
     fixture_init(&f);
-    assert_int_equal(moeperm_token_unpermute_grad(NULL, 0, other, NULL),
-                     MOEPERM_ERR_PARAM_INVALID);
+    assert_int_equal(moeperm_token_unpermute_grad(NULL, 0, other, NULL), MOEPERM_ERR_PARAM_INVALID);
     expect_message("the executor was planned by moeperm_token_permute_grad_get_workspace_size(), "
                    "not moeperm_token_unpermute_grad_get_workspace_size()");
     moeperm_tensor_destroy(g);
@@ -466,8 +466,7 @@ static void test_second_phase_refuses_a_stream_and_a_null_executor(void **state)
                      MOEPERM_ERR_PARAM_INVALID);
     expect_message("stream must be NULL on the CPU backend");
     expect_untouched(&f);
-    assert_int_equal(moeperm_token_unpermute_grad(NULL, 0, NULL, NULL),
-                     MOEPERM_ERR_PARAM_NULLPTR);
+    assert_int_equal(moeperm_token_unpermute_grad(NULL, 0, NULL, NULL), MOEPERM_ERR_PARAM_NULLPTR);
     /* the permute-grad second phase refuses an unpermute-grad plan */
     plan = plan_fixture(&f);
     assert_int_equal(moeperm_token_permute_grad(NULL, 0, plan, NULL), MOEPERM_ERR_PARAM_INVALID);

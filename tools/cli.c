@@ -3,9 +3,12 @@
  * or path on the command line gets the same kind of sentence and the same
  * exit code.
  */
+/* S_ISVTX, the sticky bit, is an XSI name. */
+#define _XOPEN_SOURCE 700
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <libgen.h>
@@ -87,22 +90,87 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
-bool cli_output_path(const char *cmd, const char *flag, const char *path)
+/* What the entry st describes is, for a refusal: "a symbolic link", ... */
+static const char *kind_of(const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode))
+        return "a symbolic link";
+    if (S_ISDIR(st->st_mode))
+        return "a directory";
+    if (S_ISCHR(st->st_mode))
+        return "a character device";
+    if (S_ISBLK(st->st_mode))
+        return "a block device";
+    if (S_ISFIFO(st->st_mode))
+        return "a FIFO (named pipe)";
+    if (S_ISSOCK(st->st_mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Refuses path when it is, or would become, a file of the case in
+ * case_dir: out_st is stat() of path (links followed) when have_out, and
+ * dir_st stat() of path's directory.  A manifest that cannot be read
+ * leaves unknown which files are golden data, so then the whole
+ * directory is off limits.  Returns false after printing the message. */
+static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
+                            const char *base, bool have_out, const struct stat *out_st,
+                            const struct stat *dir_st, const char *case_dir)
+{
+    struct stat st;
+    bool in_case_dir = stat(case_dir, &st) == 0 && same_file(&st, dir_st);
+    golden_case c;
+    char err[1024];
+    if (golden_case_read(case_dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
+        if (!in_case_dir)
+            return true;
+        fprintf(stderr,
+                "moeperm %s: %s \"%s\" is in the directory of the case %s, whose manifest "
+                "cannot be read (%s); refusing to write beside files that may be golden data\n",
+                cmd, flag, path, case_dir, err);
+        return false;
+    }
+    bool ok = true;
+    /* i == 0 is the manifest, then each tensor's file. */
+    for (size_t i = 0; ok && i <= c.tensor_count; i++) {
+        const char *file = i == 0 ? c.manifest_path : c.tensors[i - 1].path;
+        const char *slash = strrchr(file, '/');
+        /* By name, for a file of the case that is missing (writing it
+         * would complete the case with foreign data), else by device and
+         * inode, however the output is spelled. */
+        bool named = in_case_dir && strcmp(slash ? slash + 1 : file, base) == 0;
+        bool same = have_out && stat(file, &st) == 0 && same_file(&st, out_st);
+        if (named || same) {
+            fprintf(stderr,
+                    "moeperm %s: %s \"%s\" is %s, the %s%s of the case %s; refusing to "
+                    "overwrite the golden case\n",
+                    cmd, flag, path, file, i == 0 ? "manifest" : c.tensors[i - 1].name,
+                    i == 0 ? "" : " file", c.dir);
+            ok = false;
+        }
+    }
+    golden_case_free(&c);
+    return ok;
+}
+
+bool cli_output_path(const char *cmd, const char *flag, const char *path,
+                     char *const *case_dirs, size_t case_count)
 {
     size_t len = strlen(path);
-    struct stat st;
+    struct stat st, dir_st;
     if (len == 0) {
         fprintf(stderr, "moeperm %s: %s is \"\", expected a file name\n", cmd, flag);
         return false;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "moeperm %s: %s \"%s\" is a directory, expected a file name\n", cmd,
-                flag, path);
-        return false;
-    }
     if (path[len - 1] == '/') {
-        fprintf(stderr, "moeperm %s: %s \"%s\" ends with /, expected a file name\n", cmd, flag,
-                path);
+        bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        fprintf(stderr, "moeperm %s: %s \"%s\" %s, expected a file name\n", cmd, flag, path,
+                is_dir ? "is a directory" : "ends with /");
         return false;
     }
     /* The output is written to a temporary beside it and renamed into
@@ -112,18 +180,105 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path)
         fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
         return false;
     }
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     const char *problem = NULL;
-    if (stat(dir, &st) != 0)
+    if (stat(dir, &dir_st) != 0)
         problem = strerror(errno);
-    else if (!S_ISDIR(st.st_mode))
+    else if (!S_ISDIR(dir_st.st_mode))
         problem = "not a directory";
     else if (access(dir, W_OK | X_OK) != 0)
         problem = errno == EROFS ? strerror(errno) : "not writable";
-    if (problem)
+    if (problem) {
         fprintf(stderr, "moeperm %s: %s \"%s\" cannot be written: its directory %s: %s\n", cmd,
                 flag, path, dir, problem);
+        free(dir);
+        return false;
+    }
+    /* The temporary is ".NAME.tmp.XXXXXX": a name that fits but whose
+     * temporary does not would fail only after all the work. */
+    const size_t extra = strlen(".") + strlen(".tmp.XXXXXX");
+    errno = 0;
+    long name_max = pathconf(dir, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX;
+    if (strlen(base) + extra > (size_t)name_max || len + extra >= PATH_MAX) {
+        bool name = strlen(base) + extra > (size_t)name_max;
+        fprintf(stderr,
+                "moeperm %s: %s \"%s\" is too long: its %s is %zu bytes, and the "
+                "temporary written beside it (.NAME.tmp.XXXXXX) adds %zu, past the %ld bytes "
+                "allowed%s%s\n",
+                cmd, flag, path, name ? "file name" : "path", name ? strlen(base) : len, extra,
+                name ? name_max : (long)PATH_MAX - 1, name ? " in " : " (PATH_MAX)",
+                name ? dir : "");
+        free(dir);
+        return false;
+    }
+
+    struct stat out_st;
+    bool exists = lstat(path, &st) == 0;
+    if (!exists && errno != ENOENT) {
+        fprintf(stderr, "moeperm %s: %s \"%s\" cannot be examined: %s\n", cmd, flag, path,
+                strerror(errno));
+        free(dir);
+        return false;
+    }
+    bool have_out = exists && stat(path, &out_st) == 0;
+
+    /* Golden data first: the most specific reason.  The cases judged, and
+     * a case that lives in the output's own directory. */
+    bool ok = true;
+    for (size_t i = 0; ok && i < case_count; i++)
+        ok = not_a_case_file(cmd, flag, path, base, have_out, &out_st, &dir_st, case_dirs[i]);
+    char *manifest = cli_format("%s/case.json", dir);
+    struct stat manifest_st;
+    if (ok && manifest && lstat(manifest, &manifest_st) == 0)
+        ok = not_a_case_file(cmd, flag, path, base, have_out, &out_st, &dir_st, dir);
+    free(manifest);
+
+    /* What a rename would destroy, or fail to write to, that a shell
+     * redirect would have written through or refused. */
+    if (ok && exists && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "moeperm %s: %s \"%s\" is a directory, expected a file name\n", cmd, flag,
+                path);
+        ok = false;
+    } else if (ok && exists && !S_ISREG(st.st_mode)) {
+        char target[256] = "";
+        ssize_t n = S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1) : -1;
+        if (n > 0)
+            target[n] = '\0';
+        fprintf(stderr,
+                "moeperm %s: %s \"%s\" is %s%s%s%s; moeperm writes a new regular file and "
+                "renames it into place, which would replace %s; name a regular file\n",
+                cmd, flag, path, kind_of(&st), n > 0 ? " (to " : "", n > 0 ? target : "",
+                n > 0 ? ")" : "",
+                S_ISLNK(st.st_mode) ? "the link, not write through it"
+                                    : "it instead of writing to it");
+        ok = false;
+    } else if (ok && exists) {
+        /* A shell redirect opens the file for writing: refused without
+         * write permission for the caller (and on a read-only file system,
+         * or for an immutable file).  Root may write anything, but a file
+         * with no write bit at all is someone's "do not change". */
+        if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0) {
+            fprintf(stderr, "moeperm %s: %s \"%s\" is a file you cannot write (mode %04o): %s; "
+                    "refusing to replace it\n", cmd, flag, path, (unsigned)(st.st_mode & 07777),
+                    strerror(errno));
+            ok = false;
+        } else if (geteuid() == 0 && (st.st_mode & 0222) == 0) {
+            fprintf(stderr, "moeperm %s: %s \"%s\" is a read-only file (mode %04o); refusing "
+                    "to replace it, even as root (chmod u+w it first)\n", cmd, flag, path,
+                    (unsigned)(st.st_mode & 07777));
+            ok = false;
+        } else if ((dir_st.st_mode & S_ISVTX) && geteuid() != 0 && st.st_uid != geteuid() &&
+                   dir_st.st_uid != geteuid()) {
+            fprintf(stderr, "moeperm %s: %s \"%s\" belongs to another user in the sticky "
+                    "directory %s, where only its owner may replace it\n", cmd, flag, path,
+                    dir);
+            ok = false;
+        }
+    }
     free(dir);
-    return problem == NULL;
+    return ok;
 }
 
 bool cli_output_dir(const char *cmd, const char *flag, const char *path)
@@ -165,45 +320,6 @@ bool cli_output_dir(const char *cmd, const char *flag, const char *path)
     }
     free(copy);
     return ok;
-}
-
-bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
-                       const golden_case *c)
-{
-    struct stat out, st;
-    if (stat(path, &out) != 0)
-        return true; /* nothing there yet, nothing to lose */
-    const char *what = "manifest", *file = c->manifest_path;
-    bool same = file && stat(file, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino;
-    for (size_t i = 0; !same && i < c->tensor_count; i++) {
-        file = c->tensors[i].path;
-        what = c->tensors[i].name;
-        same = file && stat(file, &st) == 0 && st.st_dev == out.st_dev &&
-               st.st_ino == out.st_ino;
-    }
-    if (same)
-        fprintf(stderr,
-                "moeperm %s: %s \"%s\" is %s, the %s%s of the case %s; refusing to "
-                "overwrite the golden case\n",
-                cmd, flag, path, file, what, file == c->manifest_path ? "" : " file", c->dir);
-    return !same;
-}
-
-bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir)
-{
-    char *dir = cli_dir_of(path);
-    struct stat a, b;
-    bool inside = dir && stat(dir, &a) == 0 && stat(case_dir, &b) == 0 && a.st_dev == b.st_dev &&
-                  a.st_ino == b.st_ino;
-    if (!dir)
-        fprintf(stderr, "moeperm %s: out of memory checking %s \"%s\"\n", cmd, flag, path);
-    else if (inside)
-        fprintf(stderr,
-                "moeperm %s: %s \"%s\" is in the directory of the case %s, whose manifest "
-                "cannot be read; refusing to write beside files that may be golden data\n",
-                cmd, flag, path, case_dir);
-    free(dir);
-    return dir && !inside;
 }
 
 const backend_ops *cli_backend(const char *cmd, const char *backend_name,

@@ -17,31 +17,39 @@ bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min,
                int64_t *out);
 bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *out);
 
-/* Checks, before any work is done, that path can take an output file
- * (flag names the option, e.g. "--out"): not empty, not a directory, and
- * in a directory that exists and is writable.  Returns false after
- * printing a message that names the option and the path. */
-bool cli_output_path(const char *cmd, const char *flag, const char *path);
+/*
+ * cli_output_path() is the check every output file of every command goes
+ * through, before any work: flag names the option ("--out", "--junit",
+ * "--json").  The output is written to a temporary beside path and
+ * renamed into place (golden_write_file_atomic()), so anything at path is
+ * replaced, never written through; what that would destroy, or what a
+ * shell redirect could not have written, is refused, each with one
+ * sentence naming the path and what it is:
+ *   - an empty name, a name ending in '/', a name whose temporary
+ *     (".NAME.tmp.XXXXXX", 12 bytes more) would pass the directory's
+ *     NAME_MAX or PATH_MAX;
+ *   - a directory that is missing, not a directory or not writable;
+ *   - an existing directory, symbolic link (even to a regular file),
+ *     FIFO, socket or device;
+ *   - a regular file the caller cannot write (access(W_OK) with the
+ *     effective ids: permissions, a read-only file system, an immutable
+ *     file), or, for root, a file with no write bit at all; a file of
+ *     another user in a sticky directory;
+ *   - a file of a case: of each of the case_count directories in
+ *     case_dirs (the cases the command reads or judges), and of a case in
+ *     path's own directory, compared by device and inode however path is
+ *     spelled, and by name for a file the manifest lists that is missing.
+ *     Where such a manifest cannot be read, nothing may be written in its
+ *     directory.
+ * Returns false after printing the message.  Not thread safe.
+ */
+bool cli_output_path(const char *cmd, const char *flag, const char *path,
+                     char *const *case_dirs, size_t case_count);
 
 /* Makes sure path is a directory that can take output files, creating it
  * and its missing parents.  Returns false after
  * printing a message that names the option and the path. */
 bool cli_output_dir(const char *cmd, const char *flag, const char *path);
-
-/* Refuses an output path that names one of the files of case c (its
- * manifest or a tensor file, as golden_case_read() or
- * golden_case_read_manifest() noted them), however spelled: compared by
- * device and inode, so a run or a report never replaces the golden data it
- * reads.  A path that does not exist yet is fine.  Returns false after
- * printing a message naming the path and the case file. */
-bool cli_not_case_file(const char *cmd, const char *flag, const char *path,
-                       const golden_case *c);
-
-/* Refuses an output path in the directory case_dir (compared by device and
- * inode): for a case whose manifest cannot be read, so that which of its
- * files are golden data is unknown.  Returns false after printing a
- * message naming the path and the case. */
-bool cli_not_in_dir(const char *cmd, const char *flag, const char *path, const char *case_dir);
 
 /* The backend named by --backend (backend_name) with its options: the
  * device is --device N when given (device_flag != NULL), else, for the npu

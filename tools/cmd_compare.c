@@ -23,7 +23,8 @@ static void usage(FILE *to)
                 "  report leads with the diagnosis (docs/judging.md)\n"
                 "  --max-ulp N    accept elements within N ulp (default 0: bit-exact);\n"
                 "                 the verdict then says \"within N ulp, not bit-exact\"\n"
-                "  --json FILE    also write the machine-readable report (- : stdout)\n"
+                "  --json FILE    also write the machine-readable report (- : stdout, the\n"
+                "                 text report then going to stderr)\n"
                 "  --strict-nan   NaNs must match bit for bit too (default: any NaN\n"
                 "                 equals any NaN)\n"
                 "exit status: 0 same (or within --max-ulp), 1 different, 2 bad input\n");
@@ -67,9 +68,10 @@ int cmd_compare(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
+    /* The report must not replace a file of the case it judges. */
     const char *case_dir = argv[optind], *path = argv[optind + 1];
     if (json_path && strcmp(json_path, "-") != 0 &&
-        !cli_output_path("compare", "--json", json_path))
+        !cli_output_path("compare", "--json", json_path, &argv[optind], 1))
         return EXIT_BAD_INPUT;
     char err[1024] = "";
     golden_case c;
@@ -107,12 +109,15 @@ int cmd_compare(int argc, char **argv)
         for (size_t i = 0; i < golden_judgement_output_count(j); i++)
             elements += golden_judgement_output_compare(j, i)->elements;
         golden_verdict verdict = golden_judgement_verdict(j);
+        /* With the JSON on standard output, the text goes to standard error. */
+        FILE *text = json_path && strcmp(json_path, "-") == 0 ? stderr : stdout;
         if (verdict == GOLDEN_VERDICT_SAME) {
-            printf("%s: ok, all %llu elements equal\n", case_dir, (unsigned long long)elements);
+            fprintf(text, "%s: ok, all %llu elements equal\n", case_dir,
+                    (unsigned long long)elements);
         } else {
-            printf("%s: %s\n", case_dir,
-                   verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? "WITHIN TOLERANCE" : "MISMATCH");
-            golden_judgement_report(stdout, j, "  ");
+            fprintf(text, "%s: %s\n", case_dir,
+                    verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? "WITHIN TOLERANCE" : "MISMATCH");
+            golden_judgement_report(text, j, "  ");
             rc = verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? EXIT_OK : EXIT_MISMATCH;
         }
     }

@@ -58,10 +58,12 @@ static void usage(FILE *to)
 
 static void list_suites(void)
 {
-    size_t n;
+    size_t n, width = 0;
     const golden_suite *suites = golden_suites(&n);
     for (size_t i = 0; i < n; i++)
-        printf("%-12s %s%s\n", suites[i].name, suites[i].description,
+        width = strlen(suites[i].name) > width ? strlen(suites[i].name) : width;
+    for (size_t i = 0; i < n; i++)
+        printf("%-*s %s%s\n", (int)width, suites[i].name, suites[i].description,
                suites[i].in_default ? "" : " [not in the default set]");
 }
 

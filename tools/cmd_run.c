@@ -96,8 +96,7 @@ int cmd_run(int argc, char **argv)
             snprintf(err, sizeof err, "out of memory");
             rc = BACKEND_FAILURE;
         } else if ((dir && i == 0 && !cli_output_dir("run", "--out", out_path)) ||
-                   !cli_output_path("run", "--out", paths[i]) ||
-                   !cli_not_case_file("run", "--out", paths[i], &c)) {
+                   !cli_output_path("run", "--out", paths[i], &argv[optind], 1)) {
             free(paths[i]);
             paths[i] = NULL;
             for (size_t j = 0; j < i; j++)

@@ -155,20 +155,26 @@ uint64_t golden_tensor_elements(const golden_tensor *t);
 /*
  * golden_case_write() writes c (manifest and every tensor with data) as the
  * case directory path, atomically: into a temporary sibling directory
- * first, then put in place, so the name holds either the old case or the
- * new one, whole.  An existing path is replaced only when force is true and
- * it is a case: a directory holding case.json and nothing but files a case
- * can hold (golden_case_file_name()), or an empty directory; anything else
- * is refused with a sentence naming the directory and its first (byte
- * order) unexpected entry.  While it runs, a signal that ends the process
- * removes the temporaries and leaves the old case in place
- * (docs/reliability.md).
+ * (".NAME.tmp.XXXXXX") first, then put in place, so the name holds either
+ * the old case or the new one, whole.  An existing path is replaced only
+ * when force is true and it is a case: a directory holding case.json and
+ * nothing but files a case can hold (golden_case_file_name()), or an empty
+ * directory; anything else is refused with a sentence naming the directory
+ * and its first (byte order) unexpected entry.  The new case and the old
+ * one swap names in one step (renameat2 RENAME_EXCHANGE), so path holds a
+ * whole case at every moment, and the old one is then removed, file by
+ * file; where the file system cannot swap, the old case is parked under
+ * ".NAME.old.XXXXXX" and the new one renamed in (docs/reliability.md says
+ * what each step leaves if the process is killed).  A name whose temporary
+ * would not fit (NAME_MAX, PATH_MAX) is refused before anything is made.
+ * While it runs, a signal that ends the process removes the temporaries
+ * and leaves the old case or the new one in place.
  *
  * Returns 0 on success; -1 with a sentence in err when nothing at path
  * changed; or 1 when the new case is in place but the old one could not be
- * removed entirely: err then says where what is left of it is kept (under a
- * dot name that readers skip).  Not thread safe (signal handlers and a
- * process-wide table of temporaries).
+ * removed entirely: err then says which of its files are left and under
+ * which dot name (readers skip it).  Not thread safe (signal handlers and
+ * a process-wide table of temporaries).
  */
 int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
                       size_t err_len);
@@ -179,13 +185,20 @@ bool golden_case_file_name(const char *name);
 
 /*
  * golden_find_cases() finds every directory at or below root that holds a
- * case.json, in byte order of their paths (the same whatever the file
- * system's order).  Symbolic links to directories and to case.json are
- * followed; each directory is entered once, by its (st_dev, st_ino), so a
- * link loop ends.  Names starting with '.' are skipped (the temporaries of
- * interrupted writes).  A directory that cannot be read is an error, never
- * skipped.  *dirs receives a malloc'd array of *count malloc'd paths (free
- * with golden_free_paths()).  Returns 0 or -1 with a sentence in err.
+ * case.json (any kind of entry by that name, a dangling link included: the
+ * reader then says what is wrong with it), in byte order of their paths
+ * (the same whatever the file system's order).  Symbolic links to
+ * directories and to case.json are followed; each directory is entered
+ * once, by its (st_dev, st_ino), so a link loop back up the tree ends.
+ * Names starting with '.' are skipped (the temporaries of interrupted
+ * writes), and so are dangling links and entries removed while the walk
+ * runs.  Anything else that keeps the walk from seeing into a directory
+ * (EACCES, ELOOP, ENAMETOOLONG, an I/O error) fails it, as does a case
+ * parked by an interrupted replacement (".NAME.old.XXXXXX") whose NAME is
+ * absent: a corpus is never judged with a case silently missing.  *dirs
+ * receives a malloc'd array of *count malloc'd paths (free with
+ * golden_free_paths()).  Returns 0 or -1 with a sentence in err naming the
+ * path and the reason.
  */
 int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len);
 void golden_free_paths(char **paths, size_t count);
@@ -233,8 +246,10 @@ int golden_tensor_write_file(const char *path, const golden_tensor *like, const 
 
 /* golden_write_file_atomic() writes size bytes to path through a temporary
  * file in the same directory and rename(): on failure the temporary is
- * removed and any earlier file at path is untouched.  Returns 0 or -1 with
- * a sentence in err. */
+ * removed and any earlier file at path is untouched.  Something at path
+ * that is not a regular file (a link, device, FIFO, socket, directory) is
+ * never replaced: that is a failure too.  Returns 0 or -1 with a sentence
+ * in err. */
 int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len);
 

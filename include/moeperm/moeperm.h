@@ -222,6 +222,18 @@ MOEPERM_API moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t 
  */
 MOEPERM_API void moeperm_executor_destroy(moeperm_executor *executor);
 
+/*
+ * moeperm_executor_run() runs a plan of any operator: it is the second
+ * phase of the operator whose first phase made the plan
+ * (moeperm_token_permute_grad(), moeperm_token_permute(),
+ * moeperm_token_unpermute() or moeperm_token_unpermute_grad()), with its
+ * arguments, results and failures, for callers that handle the operators
+ * alike.  It frees the executor whether it succeeds or not.  Thread safe
+ * for distinct executors.
+ */
+MOEPERM_API moeperm_status moeperm_executor_run(void *workspace, uint64_t workspace_size,
+                                                moeperm_executor *executor, void *stream);
+
 /* ---------------------------------------------------------------------- */
 /* The operator: MoeTokenPermute                                          */
 /* ---------------------------------------------------------------------- */

@@ -171,6 +171,18 @@ def empty(like, shape, code, name):
     return arr, _numpy_view(arr, name, (code,), None, "", True)
 
 
+def zeros(like, shape, code, name):
+    """As empty(), but zeroed: numpy's calloc'd memory (pages the kernel
+    zeroes on first touch), shared with the tensor for torch, so a large
+    result costs no pass of its own."""
+    arr = np.zeros(shape, dtype=_NUMPY_DTYPES[code])
+    if like.kind == TORCH:
+        torch = sys.modules["torch"]
+        t = from_numpy(like, arr)
+        return t, _torch_view(torch, t, name, (code,), None, "", True)
+    return arr, _numpy_view(arr, name, (code,), None, "", True)
+
+
 def as_numpy(v):
     """A numpy array over the memory of View ``v`` (no copy); bf16 as uint16."""
     if v.kind == NUMPY:

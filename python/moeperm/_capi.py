@@ -177,6 +177,28 @@ TOKEN_PERMUTE_GRAD = Operator("token_permute_grad", [
     ("permuted_output_grad", ARG_TENSOR), ("sorted_indices", ARG_TENSOR),
     ("num_topk", ARG_INT64), ("padded_mode", ARG_BOOL), ("out", ARG_OUT)])
 
+TOKEN_PERMUTE = Operator("token_permute", [
+    ("tokens", ARG_TENSOR), ("indices", ARG_TENSOR), ("num_out_tokens", ARG_INT64),
+    ("padded_mode", ARG_BOOL), ("permuted_tokens", ARG_OUT), ("sorted_indices", ARG_OUT)])
+
+TOKEN_UNPERMUTE = Operator("token_unpermute", [
+    ("permuted_tokens", ARG_TENSOR), ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR),
+    ("padded_mode", ARG_BOOL), ("restore_shape", ARG_SHAPE), ("out", ARG_OUT)])
+
+TOKEN_UNPERMUTE_GRAD = Operator("token_unpermute_grad", [
+    ("permuted_tokens", ARG_TENSOR), ("unpermuted_tokens_grad", ARG_TENSOR),
+    ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR), ("padded_mode", ARG_BOOL),
+    ("restore_shape", ARG_SHAPE), ("permuted_tokens_grad", ARG_OUT),
+    ("probs_grad", ARG_OPT_OUT)])
+
+
+class ChipStruct(ctypes.Structure):
+    """moeperm_chip."""
+    _fields_ = [("ub_bytes", c_int64), ("vector_cores", c_int64)]
+
+
+_PROTOTYPES["moeperm_executor_set_chip"] = (c_int32, [c_void_p, POINTER(ChipStruct)])
+
 
 def _int64(name, value):
     # ctypes would wrap a larger value silently into another number.
@@ -185,12 +207,14 @@ def _int64(name, value):
     return value
 
 
-def call(op, values, prepare=None, run=None):
+def call(op, values, prepare=None, run=None, configure=None):
     """Runs ``op`` with ``values`` (parameter name -> View, int, bool, shape
     tuple or None) through both phases.  ``prepare`` and ``run`` replace the
-    library's functions (the tests marshal into Python stubs).  Raises Error
-    with the library's sentence when either phase fails; the library leaves
-    the outputs untouched then."""
+    library's functions (the tests marshal into Python stubs).
+    ``configure(executor)``, when given, runs between the phases and returns
+    a status (moeperm_executor_set_chip() is one); a plan it refuses is
+    destroyed unrun.  Raises Error with the library's sentence when any
+    step fails; the library leaves the outputs untouched then."""
     if prepare is None:
         prepare, run = op.bind()
     args, tensors = [], []
@@ -218,6 +242,12 @@ def call(op, values, prepare=None, run=None):
         status = prepare(*args, ctypes.byref(workspace_size), ctypes.byref(executor))
         if status != SUCCESS:
             raise error_for(status)
+        if configure is not None:
+            status = configure(executor)
+            if status != SUCCESS:
+                error = error_for(status)
+                function("moeperm_executor_destroy")(executor)
+                raise error
         try:
             workspace = (ctypes.c_char * workspace_size.value)() if workspace_size.value else None
         except BaseException:

@@ -1,15 +1,18 @@
 """Finding and loading moeperm's shared libraries.
 
-The package is pure Python, so where the C library lives is decided at run
-time, in this order (the first place that has the library wins):
+The package is pure Python over two libraries: libmoeperm (the operators)
+and libmoeperm-golden (golden cases and the judge, loaded when
+``moeperm.golden`` is first used).  Where they live is decided at run time,
+for each the same way, in this order (the first place that has it wins):
 
 1. ``MOEPERM_LIBRARY_DIR``: one directory, or several separated by
    ``os.pathsep``.  When it is set, nothing else is searched: a setting that
    points at the wrong place is reported rather than quietly bypassed.
-   ``meson devenv`` sets it to the build tree.
+   ``meson devenv`` sets it to the build tree's two library directories.
 2. The directory ``meson install`` recorded in ``_paths.py`` beside this file.
-3. ``build/src`` of the source tree this package sits in, for a checkout used
-   without ``meson devenv``.
+3. ``build/src`` (libmoeperm) or ``build/src/golden`` (libmoeperm-golden)
+   of the source tree this package sits in, for a checkout used without
+   ``meson devenv``.
 4. The dynamic loader's own search (``LD_LIBRARY_PATH``, the ld.so cache) and
    ``ctypes.util.find_library``.
 
@@ -43,7 +46,7 @@ def _recorded_dirs():
 
 # Where each library is built, below the build directory: the build tree
 # mirrors the source tree.
-_BUILD_SUBDIRS = {"moeperm": "src"}
+_BUILD_SUBDIRS = {"moeperm": "src", "moeperm-golden": os.path.join("src", "golden")}
 
 
 def _source_tree_dirs(stem):

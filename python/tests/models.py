@@ -1,6 +1,7 @@
 """Independent numpy models of what moeperm computes, written from
-docs/arithmetic.md: integer bit manipulation for bf16, numpy's own float16
-conversions, and the permute-grad sum as a loop over k."""
+docs/arithmetic.md and docs/operators.md: integer bit manipulation for bf16,
+numpy's own float16 conversions, the permute-grad and unpermute sums as
+loops over k, the permutation as a loop over slots."""
 import numpy as np
 
 
@@ -90,10 +91,11 @@ def route(expert_ids):
 
 
 def bits(array):
-    """The bit patterns of an array of 2- or 4-byte elements, as unsigned
-    integers, for exact comparison."""
+    """The bit patterns of an array of 1-, 2-, 4- or 8-byte elements, as
+    unsigned integers, for exact comparison."""
     array = np.ascontiguousarray(array)
-    return array.view({2: np.uint16, 4: np.uint32}[array.dtype.itemsize])
+    return array.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+                      [array.dtype.itemsize])
 
 
 def assert_same_bits(expected, actual, nan_aware=False):
@@ -148,3 +150,97 @@ def random_grad(rng, shape, dtype, spread=None):
 
 def random_permutation(rng, n):
     return rng.permutation(n).astype(np.int32)
+
+
+def permute(tokens, indices, num_out_tokens=None):
+    """(permuted_tokens, sorted_indices) of MoeTokenPermute: sorted_indices
+    the inverse of the stable argsort of the flattened ids, each kept copy
+    a row of tokens moved bit for bit."""
+    flat = np.asarray(indices).reshape(-1)
+    top_k = 1 if np.ndim(indices) == 1 else np.shape(indices)[1]
+    sorted_indices = route(flat)
+    n = 0 if num_out_tokens is None else num_out_tokens
+    rows = n + flat.size if n <= 0 else n
+    rows = min(max(rows, 0), flat.size)
+    permuted = np.zeros((rows,) + tokens.shape[1:], dtype=tokens.dtype)
+    for i in range(flat.size):
+        if sorted_indices[i] < rows:
+            permuted[sorted_indices[i]] = tokens[i // top_k]
+    return permuted, sorted_indices
+
+
+def unpermute(permuted_tokens, sorted_indices, probs=None):
+    """MoeTokenUnpermute: for each token, its slots k in order; a slot is
+    included when its row exists and (with probs) its prob is not +-0; the
+    sum starts from slot 0's term when slot 0 is included, else from +0.0;
+    each product and each sum one float32 operation; one rounding to the
+    tokens' dtype at the end."""
+    rows, hidden = permuted_tokens.shape
+    top_k = 1 if probs is None else probs.shape[1]
+    idx = np.asarray(sorted_indices, dtype=np.int64).reshape(-1, top_k)
+    x = widen(permuted_tokens)
+    p = None if probs is None else widen(probs)
+    acc = np.zeros((idx.shape[0], hidden), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for k in range(top_k):
+            slot = idx[:, k]
+            included = slot < rows
+            if p is not None:
+                included &= p[:, k] != 0
+            if rows == 0 or not included.any():
+                continue
+            term = x[np.where(included, slot, 0)]
+            if p is not None:
+                term = term * p[:, k][:, None]
+            if k == 0:
+                acc = np.where(included[:, None], term, acc)
+            else:
+                acc = np.where(included[:, None], acc + term, acc)
+    return narrow(acc, permuted_tokens.dtype)
+
+
+def unpermute_grad_tokens(unpermuted_tokens_grad, sorted_indices, rows, probs=None):
+    """MoeTokenUnpermuteGrad's permuted_tokens_grad: row s = sorted_indices[i]
+    (i = n*top_k + k, s < rows) is g[n] * probs[n, k], one float32 product
+    rounded once to g's dtype, or g[n]'s bits without probs."""
+    g = unpermuted_tokens_grad
+    top_k = 1 if probs is None else probs.shape[1]
+    idx = np.asarray(sorted_indices, dtype=np.int64)
+    out = np.zeros((rows, g.shape[1]), dtype=g.dtype)
+    for i, s in enumerate(idx):
+        if s >= rows:
+            continue
+        n, k = divmod(i, top_k)
+        if probs is None:
+            out[s] = g[n]
+        else:
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                out[s] = narrow(widen(g[n:n + 1]) * widen(probs[n:n + 1, k:k + 1]), g.dtype)[0]
+    return out
+
+
+def exact_dot(permuted_tokens, unpermuted_tokens_grad, sorted_indices, top_k):
+    """The dot products probs_grad approximates, in float64 from the widened
+    values (exact enough to bound the rounded result): row s of
+    permuted_tokens (zeros for a dropped slot) with g[n]."""
+    rows = permuted_tokens.shape[0]
+    x = widen(permuted_tokens).astype(np.float64)
+    g = widen(unpermuted_tokens_grad).astype(np.float64)
+    idx = np.asarray(sorted_indices, dtype=np.int64).reshape(-1, top_k)
+    result = np.zeros(idx.shape, dtype=np.float64)
+    for n in range(idx.shape[0]):
+        for k in range(top_k):
+            s = idx[n, k]
+            result[n, k] = float(np.dot(x[s], g[n])) if s < rows else 0.0
+    return result
+
+
+def ulp_distance(dtype, a, b):
+    """Distance between bit patterns on the ordered integer line (adjacent
+    values 1 apart, +0 and -0 1 apart)."""
+    a, b = bits(a).astype(np.int64), bits(b).astype(np.int64)
+    sign = {2: 0x8000, 4: 0x80000000}[np.dtype(dtype).itemsize]
+
+    def line(v):
+        return np.where(v & sign, -(v & (sign - 1)) - 1, v)
+    return np.abs(line(a) - line(b))

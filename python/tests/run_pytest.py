@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the package's pytest suite for `meson test`.
 
-usage: run_pytest.py TESTS_DIR [PYTEST ARGS...]
+usage: run_pytest.py [PYTEST ARGS...] TESTS_DIR_OR_FILE
 
 Exit 77 (meson's "skipped") when pytest is missing; pytest's exit 5 (no
 test collected) is a failure here, since this suite is never empty."""
@@ -15,6 +15,6 @@ except ImportError:
 
 status = pytest.main(["-q", "-p", "no:cacheprovider", "-r", "s"] + sys.argv[1:])
 if status == pytest.ExitCode.NO_TESTS_COLLECTED:
-    print("pytest collected no tests from %s" % sys.argv[1])
+    print("pytest collected no tests from %s" % " ".join(sys.argv[1:]))
     sys.exit(1)
 sys.exit(int(status))

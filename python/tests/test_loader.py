@@ -33,8 +33,9 @@ def copy_package(tmp_path, libdir=None):
 
 
 def test_version_is_the_projects():
+    # meson.build defines the version; version.h is generated from it.
     build = open(os.path.join(SOURCE_ROOT, "meson.build")).read()
-    expected = re.search(r"version: '([^']+)'", build).group(1)
+    expected = re.search(r"project\('moeperm',[^)]*?version: '([^']+)'", build).group(1)
     assert moeperm.version() == expected == moeperm.__version__
 
 
@@ -118,3 +119,56 @@ def test_library_that_cannot_be_loaded_is_named_and_the_next_directory_tried(tmp
                    str(tmp_path), os.path.dirname(PACKAGE))
     assert r.returncode == 0, r.stderr
     assert os.path.dirname(r.stdout.strip()) == libdir
+
+
+def golden_dir():
+    from moeperm import golden
+    return os.path.dirname(golden.library_path)
+
+
+def test_golden_library_is_loaded_on_first_use_only():
+    r = run_python("import sys, moeperm; print('moeperm.golden' in sys.modules); "
+                   "print(moeperm.golden.library_path)",
+                   {"MOEPERM_LIBRARY_DIR": os.pathsep.join([os.path.dirname(
+                       moeperm.library_path), golden_dir()])},
+                   SOURCE_ROOT, os.path.dirname(PACKAGE))
+    assert r.returncode == 0, r.stderr
+    first, path = r.stdout.split()
+    assert first == "False" and path == os.path.join(golden_dir(), "libmoeperm-golden.so.0")
+
+
+def test_directory_variable_without_the_golden_library_fails_only_golden(tmp_path):
+    code = ("import numpy, moeperm\n"
+            "print(moeperm.moe_token_permute_grad(numpy.ones((1, 1), numpy.float32), [0], 1)"
+            ".tolist())\n"
+            "import moeperm.golden")
+    r = run_python(code, {"MOEPERM_LIBRARY_DIR": os.path.dirname(moeperm.library_path)},
+                   str(tmp_path), os.path.dirname(PACKAGE))
+    assert r.stdout.strip() == "[[1.0]]"
+    assert r.returncode == 1
+    assert "ImportError: moeperm cannot find libmoeperm-golden." in r.stderr
+    assert "no libmoeperm-golden.so.0 or libmoeperm-golden.so" in r.stderr
+
+
+def test_installed_package_loads_both_recorded_libraries_without_variables(tmp_path):
+    libdir = tmp_path / "lib"
+    libdir.mkdir()
+    shutil.copy(moeperm.library_path, libdir / "libmoeperm.so.0")
+    shutil.copy(os.path.join(golden_dir(), "libmoeperm-golden.so.0"),
+                libdir / "libmoeperm-golden.so.0")
+    site = copy_package(tmp_path, str(libdir))
+    r = run_python("import moeperm, moeperm.golden; print(moeperm.library_path); "
+                   "print(moeperm.golden.library_path)", {}, str(tmp_path), site)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(libdir / "libmoeperm.so.0"),
+                                str(libdir / "libmoeperm-golden.so.0")]
+
+
+def test_source_tree_without_variables_uses_its_golden_build_directory(tmp_path):
+    built = os.path.join(SOURCE_ROOT, "build", "src", "golden", "libmoeperm-golden.so.0")
+    if not os.path.exists(built):
+        pytest.skip("this source tree has no build/ directory")
+    r = run_python("import moeperm.golden; print(moeperm.golden.library_path)", {},
+                   str(tmp_path), os.path.dirname(PACKAGE))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == built

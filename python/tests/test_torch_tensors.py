@@ -142,3 +142,25 @@ def test_conversions_of_tensors_are_tensors_with_the_model_bits():
     half = moeperm.float32_to_float16(t[::3])
     assert half.dtype == torch.float16 and (half.numpy() == values[::3].astype(np.float16)).all()
     assert moeperm.float16_to_float32(half).dtype == torch.float32
+
+
+def test_every_operator_takes_strided_tensors_and_returns_tensors_of_the_input_kind():
+    rng = np.random.default_rng(26)
+    x = to_torch(models.random_grad(rng, (30, 60), np.uint16))[:, ::2]  # [30, 30] strided
+    ids = torch.from_numpy(rng.integers(0, 6, (30, 4)))[:, 1:3]       # [30, 2] int64, strided
+    permuted, sorted_indices = moeperm.moe_token_permute(x, ids, -4)
+    want = models.permute(to_numpy(x.contiguous()), ids.numpy().copy(), -4)
+    assert isinstance(permuted, torch.Tensor) and permuted.dtype == torch.bfloat16
+    assert sorted_indices.dtype == torch.int32 and sorted_indices.tolist() == want[1].tolist()
+    models.assert_same_bits(want[0], to_numpy(permuted))
+    probs = torch.rand(30, 2, dtype=torch.float32)
+    out = moeperm.moe_token_unpermute(permuted, sorted_indices.long(), probs.t().contiguous().t())
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
+    models.assert_same_bits(models.unpermute(to_numpy(permuted), want[1], probs.numpy()),
+                            to_numpy(out))
+    grads = moeperm.moe_token_unpermute_grad(permuted, out, sorted_indices, probs,
+                                             restore_shape=torch.Size([30, 30]))
+    assert all(isinstance(g, torch.Tensor) for g in grads)
+    assert grads[0].dtype == torch.bfloat16 and grads[1].dtype == torch.float32
+    models.assert_same_bits(models.unpermute_grad_tokens(to_numpy(out), want[1], 56,
+                                                         probs.numpy()), to_numpy(grads[0]))

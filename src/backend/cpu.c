@@ -64,23 +64,6 @@ static moeperm_status plan(const backend_problem *p, views *v, uint64_t *workspa
     return MOEPERM_ERR_PARAM_INVALID;
 }
 
-static moeperm_status execute(moeperm_op op, void *workspace, uint64_t size,
-                              moeperm_executor *executor)
-{
-    switch (op) {
-    case MOEPERM_OP_PERMUTE_GRAD:
-        return moeperm_token_permute_grad(workspace, size, executor, NULL);
-    case MOEPERM_OP_PERMUTE:
-        return moeperm_token_permute(workspace, size, executor, NULL);
-    case MOEPERM_OP_UNPERMUTE:
-        return moeperm_token_unpermute(workspace, size, executor, NULL);
-    case MOEPERM_OP_UNPERMUTE_GRAD:
-        return moeperm_token_unpermute_grad(workspace, size, executor, NULL);
-    }
-    moeperm_executor_destroy(executor);
-    return MOEPERM_ERR_PARAM_INVALID;
-}
-
 moeperm_status backend_cpu_call(const backend_problem *p, bool run, char *err, size_t err_len)
 {
     views v;
@@ -114,7 +97,7 @@ moeperm_status backend_cpu_call(const backend_problem *p, bool run, char *err, s
                      (unsigned long long)workspace_size);
             return MOEPERM_ERR_INNER;
         }
-        st = execute(p->op, workspace, workspace_size, executor);
+        st = moeperm_executor_run(workspace, workspace_size, executor, NULL);
         free(workspace);
     }
     if (st != MOEPERM_SUCCESS)

@@ -1,7 +1,8 @@
 /*
  * casedir.c - a case directory on disk: written whole into a temporary
- * sibling and put in place atomically, replacing an existing case only
- * when it is one (--force never takes anything else with it).
+ * sibling and put in place atomically (an old case swaps names with the
+ * new one), replacing an existing case only when it is one (--force never
+ * takes anything else with it).
  *
  * Two threads of the writer take the tensors as they are handed over, a
  * stretch at a time: one writes them, starting the disk on each stretch at
@@ -12,6 +13,7 @@
 #define _GNU_SOURCE /* sync_file_range() */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,19 +98,21 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        has_any = true;
         bool known = golden_case_file_name(e->d_name);
         bool ok = known;
         if (known) {
             /* a tensor file name as a directory would be removed with its
-             * contents; only plain files are part of a case. */
+             * contents; only plain files are part of a case.  Looked up in
+             * the directory that was opened, not by name: another --force
+             * writer may have moved it meanwhile, and a file that writer
+             * has just removed is gone, not "not a regular file". */
             struct stat est;
-            char *entry = join_dir(path, e->d_name);
-            if (!entry)
-                rc = -1;
-            ok = entry && lstat(entry, &est) == 0 && S_ISREG(est.st_mode);
-            free(entry);
+            int got = fstatat(dirfd(d), e->d_name, &est, AT_SYMLINK_NOFOLLOW);
+            if (got != 0 && errno == ENOENT)
+                continue;
+            ok = got == 0 && S_ISREG(est.st_mode);
         }
+        has_any = true;
         if (ok) {
             has_manifest = has_manifest || strcmp(e->d_name, "case.json") == 0;
             continue;
@@ -137,6 +141,98 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     }
     free(first);
     return rc;
+}
+
+/* The temporaries beside path are named ".BASE.tmp.XXXXXX" and
+ * ".BASE.old.XXXXXX": a name that fits but whose temporaries do not would
+ * fail only after the case was generated.  Returns 0 or -1 with a sentence
+ * in err. */
+static int temp_name_fits(const char *path, const char *parent, const char *base, char *err,
+                          size_t err_len)
+{
+    const size_t extra = strlen(".") + strlen(".tmp.XXXXXX");
+    errno = 0;
+    long name_max = pathconf(parent, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX; /* the parent is still to be made, or has no limit */
+    if (strlen(base) + extra > (size_t)name_max) {
+        snprintf(err, err_len, "the case name \"%.40s...\" is %zu bytes; with the %zu its "
+                 "temporary name adds it would pass the %ld bytes a name may have in %s",
+                 base, strlen(base), extra, name_max, parent);
+        return -1;
+    }
+    if (strlen(path) + extra >= PATH_MAX) {
+        snprintf(err, err_len, "the case directory %.60s... is %zu bytes; with the %zu its "
+                 "temporary name adds it would reach PATH_MAX (%d bytes)", path, strlen(path),
+                 extra, PATH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether dir holds a case.json and every file that manifest names, with
+ * the manifest read as it is (no sizes, no hashes). */
+static bool case_is_whole(const char *dir)
+{
+    golden_case c;
+    char err[512];
+    if (golden_case_read(dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0)
+        return false;
+    bool whole = true;
+    struct stat st;
+    for (size_t i = 0; whole && i < c.tensor_count; i++)
+        whole = c.tensors[i].path && lstat(c.tensors[i].path, &st) == 0;
+    golden_case_free(&c);
+    return whole;
+}
+
+/* What is left of a replaced case at dir that could not be removed, for
+ * a message: "it is kept whole at DIR" when its manifest and every file it
+ * names are there, else the case files still there
+ * (golden_remove_case_dir() may have removed some before it failed). */
+static void describe_left(const char *dir, char *out, size_t len)
+{
+    char names[512] = "";
+    size_t found = 0, used = 0;
+    struct stat st;
+    const char *const *files;
+    size_t count = golden_case_file_list(&files);
+    for (size_t i = 0; i < count; i++) {
+        char *file = join_dir(dir, files[i]);
+        if (file && lstat(file, &st) == 0 && used < sizeof names) {
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     found ? ", " : "", files[i]);
+            found++;
+        }
+        free(file);
+    }
+    if (found > 0 && case_is_whole(dir))
+        snprintf(out, len, "it is kept whole at %s", dir);
+    else if (found > 0)
+        snprintf(out, len, "only %s %s left, at %s; the rest of it was removed", names,
+                 found == 1 ? "is" : "are", dir);
+    else if (lstat(dir, &st) == 0)
+        snprintf(out, len, "its files were removed and its directory is left at %s", dir);
+    else
+        snprintf(out, len, "nothing is left");
+}
+
+/* After the new case took path: removes the case it replaced, now at old.
+ * Returns 0, or 1 with a sentence in err saying exactly what is left of
+ * the old case and where. */
+static int drop_replaced(const char *path, const char *old, char *err, size_t err_len)
+{
+    if (golden_remove_case_dir(old) == 0)
+        return 0;
+    int saved = errno;
+    char left[1024];
+    describe_left(old, left, sizeof left);
+    /* The new case is in place and what is left of the old one sits under
+     * a dot name that readers skip: report it rather than remove more than
+     * the case files. */
+    snprintf(err, err_len, "%s was written, but the case it replaced could not be removed (%s): "
+             "%s", path, strerror(saved), left);
+    return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -415,7 +511,8 @@ golden_case_writer *golden_case_writer_open(const char *path_arg, bool force, ch
         snprintf(err, err_len, "out of memory writing %s", path);
         goto fail;
     }
-    if (golden_mkdirs(w->parent, err, err_len) != 0)
+    if (temp_name_fits(path, w->parent, base, err, err_len) != 0 ||
+        golden_mkdirs(w->parent, err, err_len) != 0)
         goto fail;
     w->tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", w->parent, base);
     w->old = golden_strdup_printf("%s/.%s.old.XXXXXX", w->parent, base);
@@ -518,70 +615,100 @@ void golden_case_writer_abort(golden_case_writer *w)
     writer_free(w, true);
 }
 
-/* Moves the finished temporary directory to w->path, parking and then
- * removing an existing case.  Returns as golden_case_write(). */
+/* Moves the finished temporary directory to w->path, swapping it with an
+ * existing case (or, where the file system cannot swap, parking the old
+ * case and renaming the new one in), then removes the old case.  Returns
+ * as golden_case_write(); on -1 the temporary directory is left for
+ * writer_free() to remove (or already removed, w->tmp emptied). */
 static int put_in_place(golden_case_writer *w, char *err, size_t err_len)
 {
     const char *path = w->path;
-    if (!w->exists) {
-        if (rename(w->tmp, path) != 0) {
-            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
+    struct stat st;
+    bool exists = w->exists;
+    if (exists) {
+        /* The new case and the old one swap names in one step, so the name
+         * holds a whole case at every moment, even if the process is
+         * killed; the old one, now under the temporary name, is removed
+         * after.  The temporary stays tracked through the swap: on a
+         * signal, what it holds (the new case before, the old one after)
+         * is what must go. */
+        if (golden_rename_exchange(w->tmp, path) == 0)
+            return drop_replaced(path, w->tmp, err, err_len);
+        int swap_error = errno;
+        if (swap_error == ENOENT && lstat(path, &st) != 0) {
+            /* Another writer took the old case away meanwhile: the name is
+             * free, as for a new case. */
+            exists = false;
+        } else if (swap_error != EINVAL && swap_error != ENOSYS && swap_error != EOPNOTSUPP) {
+            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(swap_error));
             return -1;
         }
-        golden_temp_untrack(w->tmp_slot);
-        w->tmp_slot = -1;
-        return 0;
     }
-    /* rename() replaces an empty directory, so park the old case under a
-     * fresh empty name, put the new one in place, then drop the old; if
-     * the second rename fails the old case goes back. */
-    sigset_t all, unblocked;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &unblocked);
-    bool parked = mkdtemp(w->old) && rename(path, w->old) == 0;
-    int saved = errno;
-    int old_slot = -1;
-    if (parked)
-        old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, w->old, path);
-    else
-        rmdir(w->old);
-    sigprocmask(SIG_SETMASK, &unblocked, NULL);
-    if (!parked) {
-        snprintf(err, err_len, "cannot move the existing %s aside: %s", path, strerror(saved));
+    if (exists) {
+        /* No exchange on this file system or kernel.  rename() replaces only
+         * an empty directory, so park the old case under a fresh empty
+         * name, put the new one in place, then drop the old; if the second
+         * rename fails the old case goes back.  Between the two renames
+         * the name is absent (docs/reliability.md). */
+        sigset_t all, unblocked;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, &unblocked);
+        bool made = mkdtemp(w->old) != NULL;
+        bool parked = made && rename(path, w->old) == 0;
+        int saved = errno;
+        int old_slot = -1;
+        if (parked)
+            old_slot = golden_temp_track(GOLDEN_TEMP_PARKED, w->old, path);
+        else if (made)
+            rmdir(w->old);
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
+        /* Another writer parked it first: the name is free for now. */
+        if (!parked && made && saved == ENOENT)
+            goto put_new;
+        if (!parked) {
+            snprintf(err, err_len, "cannot move the existing %s aside: %s", path,
+                     strerror(saved));
+            return -1;
+        }
+        int rc;
+        if (rename(w->tmp, path) != 0) {
+            int saved_put = errno;
+            golden_remove_tree(w->tmp);
+            w->tmp[0] = '\0';
+            /* The old case goes back.  Only when another writer's case
+             * holds the name now is the old one (checked above to be a
+             * case) dropped instead of left behind under the temporary
+             * name, and only if nothing else got into it meanwhile; any
+             * other failure (a full disk, an I/O error) keeps it where it
+             * is and says so. */
+            bool back = rename(w->old, path) == 0;
+            bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
+            if (back || (taken && golden_remove_case_dir(w->old) == 0)) {
+                snprintf(err, err_len, "cannot put %s in place: %s", path,
+                         strerror(saved_put));
+            } else {
+                char left[1024];
+                describe_left(w->old, left, sizeof left);
+                snprintf(err, err_len, "cannot put %s in place: %s; of the case that was there, %s",
+                         path, strerror(saved_put), left);
+            }
+            rc = -1;
+        } else {
+            golden_temp_untrack(w->tmp_slot);
+            w->tmp_slot = -1;
+            rc = drop_replaced(path, w->old, err, err_len);
+        }
+        golden_temp_untrack(old_slot);
+        return rc;
+    }
+put_new:
+    if (rename(w->tmp, path) != 0) {
+        snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
         return -1;
     }
-    int rc = 0;
-    if (rename(w->tmp, path) != 0) {
-        int saved_put = errno;
-        golden_remove_tree(w->tmp);
-        w->tmp[0] = '\0';
-        /* The old case goes back.  Only when another writer's case holds
-         * the name now is the old one (checked above to be a case) dropped
-         * instead of left behind under the temporary name, and only if
-         * nothing else got into it meanwhile; any other failure (a full
-         * disk, an I/O error) keeps it where it is and says so. */
-        bool back = rename(w->old, path) == 0;
-        bool taken = !back && (errno == EEXIST || errno == ENOTEMPTY);
-        if (back || (taken && golden_remove_case_dir(w->old) == 0))
-            snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(saved_put));
-        else
-            snprintf(err, err_len, "cannot put %s in place: %s; the case that was there is "
-                     "kept at %s", path, strerror(saved_put), w->old);
-        rc = -1;
-    } else {
-        golden_temp_untrack(w->tmp_slot);
-        w->tmp_slot = -1;
-        if (golden_remove_case_dir(w->old) != 0) {
-            /* The new case is in place and what is left of the old one
-             * sits under a dot name that readers skip: report it rather
-             * than remove more than the case files. */
-            snprintf(err, err_len, "%s was written, but the case it replaced could not be "
-                     "removed and is kept at %s: %s", path, w->old, strerror(errno));
-            rc = 1;
-        }
-    }
-    golden_temp_untrack(old_slot);
-    return rc;
+    golden_temp_untrack(w->tmp_slot);
+    w->tmp_slot = -1;
+    return 0;
 }
 
 int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *err,

@@ -97,6 +97,60 @@ static int dir_set_add(dir_set *set, const struct stat *st)
     return 1;
 }
 
+/* A path for a message: long ones (a tree deeper than PATH_MAX) keep
+ * their head and tail, so the sentence still fits and ends with its
+ * reason. */
+static const char *short_path(const char *path, char *buf, size_t size)
+{
+    size_t n = strlen(path);
+    if (n <= 400)
+        return path;
+    snprintf(buf, size, "%.150s...%s (%zu bytes)", path, path + n - 200, n);
+    return buf;
+}
+
+/* walk()'s refusal: the path and the system's reason, so that a directory
+ * the walk cannot see into fails the command instead of dropping its
+ * cases. */
+static int walk_error(const char *what, const char *path, int error, char *err, size_t err_len)
+{
+    char buf[400];
+    snprintf(err, err_len, "%s %s: %s; a case there would be missed", what,
+             short_path(path, buf, sizeof buf), strerror(error));
+    return -1;
+}
+
+/* A dot-entry ".NAME.old.XXXXXX" holding a case, in a directory without
+ * NAME, is a case that an interrupted replacement left parked (only where
+ * the file system cannot exchange two names): not a case to skip
+ * silently.  Returns 0, or -1 with a sentence in err. */
+static int check_parked(const char *dir, const char *entry, char *err, size_t err_len)
+{
+    size_t n = strlen(entry);
+    const size_t suffix = strlen(".old.XXXXXX");
+    if (n <= 1 + suffix || strncmp(entry + n - suffix, ".old.", 5) != 0)
+        return 0;
+    char *parked = join_dir(dir, entry);
+    char *manifest = parked ? join_dir(parked, "case.json") : NULL;
+    char *name = golden_strdup_printf("%.*s", (int)(n - 1 - suffix), entry + 1);
+    char *target = name ? join_dir(dir, name) : NULL;
+    struct stat st;
+    int rc = 0;
+    if (!target || !manifest) {
+        snprintf(err, err_len, "out of memory listing %s", dir);
+        rc = -1;
+    } else if (lstat(manifest, &st) == 0 && lstat(target, &st) != 0 && errno == ENOENT) {
+        snprintf(err, err_len, "%s is missing: an interrupted replacement left the case that was "
+                 "there at %s (move it back with mv, or remove it)", target, parked);
+        rc = -1;
+    }
+    free(target);
+    free(name);
+    free(manifest);
+    free(parked);
+    return rc;
+}
+
 /* dir_st is stat() of dir (links followed). */
 static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_list *out,
                 char *err, size_t err_len)
@@ -111,8 +165,13 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
     char *manifest = join_dir(dir, "case.json");
     if (!manifest)
         goto oom;
-    if (stat(manifest, &st) == 0 && S_ISREG(st.st_mode)) {
-        free(manifest);
+    /* Anything named case.json makes a case, even a dangling link or a
+     * directory: the reader then says what is wrong with it, where
+     * skipping it would drop the case without a word. */
+    int found = stat(manifest, &st) == 0 || (errno == ENOENT && lstat(manifest, &st) == 0);
+    int error = errno;
+    free(manifest);
+    if (found) {
         char *copy = golden_strdup_printf("%s", dir);
         if (!copy || list_add(out, copy) != 0) {
             free(copy);
@@ -120,41 +179,53 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
         }
         return 0; /* a case directory holds no further cases */
     }
-    free(manifest);
+    if (error != ENOENT)
+        return walk_error("cannot look for case.json in", dir, error, err, err_len);
 
     DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, err_len, "cannot read directory %s: %s", dir, strerror(errno));
-        return -1;
-    }
+    if (!d)
+        return walk_error("cannot read directory", dir, errno, err, err_len);
     /* Children in byte order: which of two names for one directory is
      * listed must not depend on the file system's order. */
     path_list children = {0};
     struct dirent *e;
     int rc = 0;
-    while ((e = readdir(d)) != NULL) {
+    for (;;) {
+        errno = 0;
+        if ((e = readdir(d)) == NULL) {
+            if (errno != 0)
+                rc = walk_error("cannot read directory", dir, errno, err, err_len);
+            break;
+        }
         /* Dot-entries include the temporaries of an interrupted write. */
-        if (e->d_name[0] == '.')
+        if (e->d_name[0] == '.') {
+            rc = check_parked(dir, e->d_name, err, err_len);
+            if (rc != 0)
+                break;
             continue;
+        }
         char *child = join_dir(dir, e->d_name);
         if (!child || list_add(&children, child) != 0) {
             free(child);
-            rc = -1;
-            break;
+            closedir(d);
+            golden_free_paths(children.items, children.count);
+            goto oom;
         }
     }
     closedir(d);
-    if (rc != 0) {
-        golden_free_paths(children.items, children.count);
-        goto oom;
-    }
     if (children.count > 1)
         qsort(children.items, children.count, sizeof *children.items, compare_paths);
     for (size_t i = 0; rc == 0 && i < children.count; i++) {
-        /* stat, not lstat: a link to a directory of cases is followed; a
-         * dangling link is skipped like any other non-directory. */
-        if (stat(children.items[i], &st) == 0 && S_ISDIR(st.st_mode))
-            rc = walk(children.items[i], &st, seen, out, err, err_len);
+        /* stat, not lstat: a link to a directory of cases is followed.  A
+         * dangling link, or an entry removed since it was listed, is no
+         * directory; any other failure (EACCES, ELOOP, ENAMETOOLONG, EIO)
+         * may hide cases, and fails the walk. */
+        if (stat(children.items[i], &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                rc = walk(children.items[i], &st, seen, out, err, err_len);
+        } else if (errno != ENOENT) {
+            rc = walk_error("cannot examine", children.items[i], errno, err, err_len);
+        }
     }
     golden_free_paths(children.items, children.count);
     return rc;

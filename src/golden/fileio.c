@@ -3,6 +3,8 @@
  * short reads and writes, SHA-256 while reading, and outputs that appear
  * atomically (temporary name + rename) so no failure leaves a torn file.
  */
+/* renameat2() and RENAME_EXCHANGE (glibc 2.28 and later). */
+#define _GNU_SOURCE
 #include "golden/internal.h"
 
 #include <dirent.h>
@@ -16,6 +18,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 #include <nettle/sha2.h>
 
@@ -230,16 +235,18 @@ static temp_slot temp_slots[TEMP_SLOTS];
 
 /* The handler may only use async-signal-safe calls: no snprintf, no
  * malloc, so paths are joined by hand into a stack buffer. */
+static size_t append(char *out, size_t size, size_t n, const char *s)
+{
+    for (; *s && n + 1 < size; s++)
+        out[n++] = *s;
+    out[n] = '\0';
+    return n;
+}
+
 static void join_path(char *out, const char *dir, const char *file)
 {
-    size_t n = 0;
-    for (const char *p = dir; *p && n < TEMP_PATH_MAX - 1; p++)
-        out[n++] = *p;
-    if (n < TEMP_PATH_MAX - 1)
-        out[n++] = '/';
-    for (const char *p = file; *p && n < TEMP_PATH_MAX - 1; p++)
-        out[n++] = *p;
-    out[n] = '\0';
+    size_t n = append(out, TEMP_PATH_MAX, 0, dir);
+    append(out, TEMP_PATH_MAX, append(out, TEMP_PATH_MAX, n, "/"), file);
 }
 
 /* Every file a case may hold, from the list made before any handler was
@@ -258,13 +265,40 @@ static void remove_case_dir(const char *dir)
     rmdir(dir);
 }
 
+/* Every signal whose default action ends the process, except SIGKILL
+ * and SIGSTOP, which cannot be caught, and SIGXFSZ, which is ignored
+ * (install_cleanup()); the real-time signals are added at run time. */
+static const struct {
+    int sig;
+    const char *name;
+} fatal_signals[] = {
+    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+    {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+    {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},     {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"},
+    {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},     {SIGXCPU, "SIGXCPU"}, {SIGVTALRM, "SIGVTALRM"},
+    {SIGPROF, "SIGPROF"}, {SIGSYS, "SIGSYS"},
+#ifdef SIGSTKFLT
+    {SIGSTKFLT, "SIGSTKFLT"},
+#endif
+#ifdef SIGPOLL
+    {SIGPOLL, "SIGPOLL"},
+#endif
+#ifdef SIGPWR
+    {SIGPWR, "SIGPWR"},
+#endif
+#ifdef SIGLOST
+    {SIGLOST, "SIGLOST"},
+#endif
+};
+#define NUM_FATAL_SIGNALS (sizeof fatal_signals / sizeof fatal_signals[0])
+
 static void on_fatal_signal(int sig)
 {
-    static const char message[] =
-        "moeperm: interrupted; the unfinished output was removed, earlier outputs are kept\n";
     int saved = errno;
+    bool cleaned = false;
     for (int i = 0; i < TEMP_SLOTS; i++) {
         temp_slot *s = &temp_slots[i];
+        cleaned = cleaned || s->kind != 0;
         if (s->kind == GOLDEN_TEMP_FILE)
             unlink(s->path);
         else if (s->kind == GOLDEN_TEMP_CASE_DIR)
@@ -281,32 +315,68 @@ static void on_fatal_signal(int sig)
             remove_case_dir(s->path);
         s->kind = 0;
     }
-    ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
-    (void)ignored;
+    /* Silent when no output was being written: then the signal only does
+     * what it would have done without this handler. */
+    if (cleaned) {
+        char message[160], number[16] = "";
+        const char *name = NULL;
+        for (size_t i = 0; i < NUM_FATAL_SIGNALS; i++)
+            if (fatal_signals[i].sig == sig)
+                name = fatal_signals[i].name;
+        if (!name) {
+            /* A real-time signal: SIGRTMIN+N, the number written by hand. */
+            int offset = sig - SIGRTMIN;
+            char digits[12];
+            size_t d = 0;
+            do
+                digits[d++] = (char)('0' + offset % 10);
+            while ((offset /= 10) > 0 && d < sizeof digits);
+            number[0] = '+';
+            for (size_t i = 0; i < d; i++)
+                number[1 + i] = digits[d - 1 - i];
+            number[1 + d] = '\0';
+            name = "SIGRTMIN";
+        }
+        size_t n = append(message, sizeof message, 0, "moeperm: interrupted by ");
+        n = append(message, sizeof message, n, name);
+        if (number[1] != '0')
+            n = append(message, sizeof message, n, number);
+        n = append(message, sizeof message, n,
+                   "; the unfinished output was removed, earlier outputs are kept\n");
+        ssize_t ignored = write(STDERR_FILENO, message, n);
+        (void)ignored;
+    }
     signal(sig, SIG_DFL);
     errno = saved;
     raise(sig);
 }
 
+static void install_one(int sig)
+{
+    struct sigaction old, sa;
+    /* Leave alone a signal the caller handles or ignores (a background
+     * job's SIGINT, nohup's SIGHUP, a sanitizer's SIGSEGV). */
+    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigfillset(&sa.sa_mask); /* one cleanup at a time */
+    sigaction(sig, &sa, NULL);
+}
+
 static void install_cleanup(void)
 {
     static bool installed;
-    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
     if (installed)
         return;
     installed = true;
     case_file_count = golden_case_file_list(&case_files);
-    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
-        struct sigaction old, sa;
-        /* Leave alone a signal the caller handles or ignores (a background
-         * job's SIGINT, nohup's SIGHUP). */
-        if (sigaction(signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal_signal;
-        sigfillset(&sa.sa_mask); /* one cleanup at a time */
-        sigaction(signals[i], &sa, NULL);
-    }
+    for (size_t i = 0; i < NUM_FATAL_SIGNALS; i++)
+        install_one(fatal_signals[i].sig);
+#if defined(SIGRTMIN) && defined(SIGRTMAX)
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        install_one(sig);
+#endif
     struct sigaction old;
     if (sigaction(SIGXFSZ, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
         signal(SIGXFSZ, SIG_IGN);
@@ -383,6 +453,18 @@ int golden_write_file_atomic_with_header(const char *path, const void *header,
         free(tmp);
         return -1;
     }
+    /* The caller checked path before the work (tools/cli.c); whatever took
+     * its place meanwhile is refused the same way: a rename would replace
+     * a device, FIFO, socket or link instead of writing through it. */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s is no longer a regular file; it was left as it is", path);
+        close(fd);
+        unlink(tmp);
+        golden_temp_untrack(slot);
+        free(tmp);
+        return -1;
+    }
     if (close(fd) != 0 || rename(tmp, path) != 0) {
         snprintf(err, err_len, "cannot put %s in place: %s", path, strerror(errno));
         unlink(tmp);
@@ -393,6 +475,22 @@ int golden_write_file_atomic_with_header(const char *path, const void *header,
     golden_temp_untrack(slot);
     free(tmp);
     return 0;
+}
+
+int golden_rename_exchange(const char *a, const char *b)
+{
+#if defined(RENAME_EXCHANGE)
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+#elif defined(SYS_renameat2)
+    /* A C library without the wrapper, on a kernel that may have the call
+     * (Linux 3.15 and later); RENAME_EXCHANGE is (1 << 1) in linux/fs.h. */
+    return (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 1 << 1);
+#else
+    (void)a;
+    (void)b;
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 int golden_remove_tree(const char *path)
@@ -423,37 +521,56 @@ int golden_remove_tree(const char *path)
 
 int golden_remove_case_dir(const char *dir)
 {
-    /* Anything but the case's files keeps the whole case: nothing is
-     * unlinked, so what is reported as kept is kept whole. */
-    DIR *d = opendir(dir);
-    if (!d)
+    const char *const *files;
+    size_t count = golden_case_file_list(&files);
+    bool *present = calloc(count, sizeof *present);
+    if (!present) {
+        errno = ENOMEM;
         return -1;
+    }
+    /* Anything but the case's files keeps the whole case: nothing is
+     * unlinked, so what is reported as kept is kept whole.  Only the files
+     * the directory holds are unlinked, so each unlink removes a file. */
+    DIR *d = opendir(dir);
+    if (!d) {
+        free(present);
+        return -1;
+    }
     struct dirent *e;
     bool foreign = false;
     while (!foreign && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        foreign = !golden_case_file_name(e->d_name);
+        bool known = false;
+        for (size_t i = 0; !known && i < count; i++)
+            if (strcmp(e->d_name, files[i]) == 0)
+                known = present[i] = true;
+        foreign = !known;
     }
     closedir(d);
     if (foreign) {
+        free(present);
         errno = ENOTEMPTY;
         return -1;
     }
-    const char *const *files;
-    size_t count = golden_case_file_list(&files);
+    /* In the list's order: the tensors first and case.json last, so a
+     * removal cut short never leaves a manifest whose files are gone. */
     for (size_t i = 0; i < count; i++) {
+        if (!present[i])
+            continue;
         char *path = golden_strdup_printf("%s/%s", dir, files[i]);
-        if (!path) {
-            errno = ENOMEM;
+        int rc = path ? unlink(path) : -1;
+        int saved = path ? errno : ENOMEM;
+        free(path);
+        if (rc != 0 && saved != ENOENT) {
+            free(present);
+            errno = saved;
             return -1;
         }
-        int rc = unlink(path);
-        free(path);
-        if (rc != 0 && errno != ENOENT)
-            return -1;
     }
-    /* Whatever else is in the directory keeps it from going: ENOTEMPTY. */
+    free(present);
+    /* Whatever appeared meanwhile keeps the directory from going:
+     * ENOTEMPTY. */
     return rmdir(dir);
 }
 

@@ -42,25 +42,31 @@ int golden_write_all(int fd, const void *data, size_t size);
 
 /* golden_write_file_atomic() (golden.h) with header_size bytes of header
  * written before the data (a .npy header), so a large tensor is not copied
- * to prepend a few bytes. */
+ * to prepend a few bytes.  Like it, it never replaces what is not a
+ * regular file. */
 int golden_write_file_atomic_with_header(const char *path, const void *header,
                                          size_t header_size, const void *data, size_t size,
                                          char *err, size_t err_len);
 
 /*
- * Cleanup of temporaries when a signal ends the process (issue 6).
+ * Cleanup of temporaries when a signal ends the process.
  *
  * An output appears only by rename(), so a process killed mid-write never
  * leaves a torn output; what it can leave is its temporary, or (for a case
- * directory replaced with --force) the old case parked under a temporary
- * name.  golden_temp_track() registers such a path; on the first call it
- * installs, where the disposition is still the default, a handler for
- * SIGINT, SIGTERM and SIGHUP that removes every tracked temporary, moves a
+ * directory replaced with --force) the old case under a temporary name.
+ * golden_temp_track() registers such a path; on the first call it
+ * installs, for every signal whose default action ends the process (all
+ * but SIGKILL and SIGSTOP, which cannot be caught: SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF,
+ * the real-time signals, the fault signals ...) whose disposition is still
+ * the default, a handler that removes every tracked temporary, moves a
  * parked case back where it was (unless a new one already took its
- * place), prints one line on stderr and re-raises the signal, so the
- * process still ends by it (shell status 128+N).  It also ignores SIGXFSZ,
- * so that a write past RLIMIT_FSIZE fails with EFBIG and the ordinary error
- * path reports it and cleans up, instead of the process dying silently.
+ * place), prints one line on stderr naming the signal when it removed
+ * anything, and re-raises the signal, so the process still ends by it
+ * (shell status 128+N).  A signal the caller ignores or handles is left
+ * alone.  It also ignores SIGXFSZ, so that a write past RLIMIT_FSIZE fails
+ * with EFBIG and the ordinary error path reports it and cleans up, instead
+ * of the process dying silently.
  *
  * kind: GOLDEN_TEMP_FILE (unlinked), GOLDEN_TEMP_CASE_DIR (a case
  * directory: its four files unlinked, then removed) or GOLDEN_TEMP_PARKED
@@ -75,6 +81,13 @@ int golden_temp_track(int kind, const char *path, const char *target);
 /* Forgets a slot (after a rename or removal made it moot); -1 is a no-op. */
 void golden_temp_untrack(int slot);
 
+/* golden_rename_exchange() swaps the names a and b atomically
+ * (renameat2(RENAME_EXCHANGE)): both must exist, and at every moment each
+ * name holds one of the two.  Returns 0, or -1 with errno set: EINVAL,
+ * ENOSYS or EOPNOTSUPP where the file system or the kernel cannot exchange
+ * (the caller then falls back to two renames). */
+int golden_rename_exchange(const char *a, const char *b);
+
 /* Removes path and, if it is a directory, everything below it (no links
  * followed).  Returns 0 or -1 with errno set.  Only for directories this
  * process created itself: a directory that was already there goes through
@@ -88,10 +101,10 @@ int golden_remove_tree(const char *path);
 size_t golden_case_file_list(const char *const **names);
 
 /* golden_remove_case_dir() removes a case directory without recursing: the
- * files of golden_case_file_list() (missing ones are fine), then the directory.
- * A directory holding anything else is left untouched, case files
- * included (ENOTEMPTY), so it never removes what is not part of a case and
- * never leaves half a case.  Returns 0 or -1 with errno set (an unlink
+ * files of golden_case_file_list() that it holds, in that list's order
+ * (case.json last), then the directory.  A directory holding anything else
+ * is left untouched, case files included (ENOTEMPTY), so it never removes
+ * what is not part of a case.  Returns 0 or -1 with errno set (an unlink
  * failing partway, e.g. EACCES, can still leave part of the case). */
 int golden_remove_case_dir(const char *dir);
 

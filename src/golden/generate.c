@@ -565,6 +565,46 @@ static uint32_t kind_rounding(const format *f, const element *e, uint32_t normal
 
 static const int scenario_count[] = {1, 8, 6, 6, 11, 1, 1};
 
+/* What each scenario of the adversarial kinds puts in a column, as the
+ * comments of kind_nan_inf() ... kind_rounding() say, for reports. */
+static const char *const nan_inf_scenarios[] = {
+    "control", "one NaN among numbers", "one +inf", "one -inf", "+inf + -inf = NaN",
+    "+inf + +inf = +inf", "a signalling NaN input", "every slot a NaN: whose payload survives"};
+static const char *const subnormal_scenarios[] = {
+    "subnormals only", "the smallest normal among subnormals",
+    "two normals with a subnormal sum", "one subnormal repeated, growing into the normals",
+    "a normal plus subnormals", "alternating signs: a zero or one subnormal"};
+static const char *const overflow_scenarios[] = {
+    "max + max: inf, or max on a saturating device", "-max - max",
+    "max + a quarter ulp: stays max", "max + half an ulp: a tie, to even is inf",
+    "max, max, -max: the k-order sum overflows first", "+-max/2 in every slot"};
+static const char *const rounding_scenarios[] = {
+    "a tie that stays (even)", "a tie that rounds up (to even)", "above the tie",
+    "absorption and cancellation in k order", "every slot -0: -0", "every slot +0",
+    "-0 first, +0 after: +0", "x + -x = +0, then -0s", "-0, x, -x, -0...: +0",
+    "(1 + ulp) - 1: exact cancellation", "control"};
+
+const char *golden_scenario_name(const char *values, int64_t column, int *scenario)
+{
+    golden_values v;
+    if (!values || !golden_values_parse(values, &v) || (size_t)v >= COUNT(scenario_count) ||
+        scenario_count[v] <= 1)
+        return NULL;
+    *scenario = (int)(column % scenario_count[v]);
+    switch (v) {
+    case GOLDEN_VALUES_NAN_INF:
+        return nan_inf_scenarios[*scenario];
+    case GOLDEN_VALUES_SUBNORMAL:
+        return subnormal_scenarios[*scenario];
+    case GOLDEN_VALUES_OVERFLOW:
+        return overflow_scenarios[*scenario];
+    case GOLDEN_VALUES_ROUNDING:
+        return rounding_scenarios[*scenario];
+    default:
+        return NULL;
+    }
+}
+
 /* ---------------------------------------------------------------------- */
 /* Rows                                                                   */
 /* ---------------------------------------------------------------------- */

@@ -91,6 +91,11 @@ bool golden_is_npy_name(const char *path);
 int golden_tensor_file_read(const char *path, const char *what, const golden_tensor *like,
                             void **data, char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len);
 
+/* For a case made with one of the adversarial value kinds (values, the
+ * recipe's name for it), which scenario column h holds: its number in
+ * *scenario and a few words on what it tests; NULL for other kinds. */
+const char *golden_scenario_name(const char *values, int64_t column, int *scenario);
+
 /* The length of the well-formed UTF-8 sequence at p (no overlong forms, no
  * surrogates, nothing above U+10FFFF), its code point in *cp; 0 when p does
  * not start one.  Never reads past a NUL. */

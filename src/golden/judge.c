@@ -16,8 +16,15 @@
 #include "golden/report_json.h"
 #include "golden/stats.h"
 
+/* The adversarial kinds have at most this many scenarios. */
+#define SCENARIOS 16
+
 typedef struct output_judgement {
     const golden_tensor *expected;
+    /* For a case of an adversarial value kind: the scenarios (columns
+     * modulo the kind's count) of the differing elements. */
+    const char *values;
+    bool scenario_differs[SCENARIOS];
     golden_compare_result compare;
     golden_verdict verdict;
     golden_stats stats;
@@ -143,6 +150,47 @@ static void classify_probs_grad(const golden_case *c, const void *actual, output
 /* The judgement                                                          */
 /* ---------------------------------------------------------------------- */
 
+/* Notes which scenarios the differing columns of o belong to, when the
+ * case was made with an adversarial kind and o's columns are the hidden
+ * columns the scenarios are laid out on (docs/golden-format.md). */
+static void note_scenarios(const golden_case *c, const void *actual, output_judgement *o)
+{
+    const golden_tensor *t = o->expected;
+    int scenario;
+    if (!c->recipe.values || t->ndim != 2 || strcmp(t->name, "probs_grad") == 0 ||
+        strcmp(t->name, "sorted_indices") == 0 ||
+        !golden_scenario_name(c->recipe.values, 0, &scenario))
+        return;
+    size_t size = moeperm_dtype_size(t->dtype);
+    int64_t rows = t->shape[0], cols = t->shape[1];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < cols; h++) {
+            size_t at = (size_t)(r * cols + h) * size;
+            if (memcmp((const char *)t->data + at, (const char *)actual + at, size) != 0 &&
+                golden_scenario_name(c->recipe.values, h, &scenario) && scenario < SCENARIOS)
+                o->scenario_differs[scenario] = true;
+        }
+    o->values = c->recipe.values;
+}
+
+static void report_scenarios(FILE *f, const output_judgement *o, const char *indent)
+{
+    bool any = false;
+    for (int s = 0; o->values && s < SCENARIOS; s++) {
+        int scenario;
+        const char *name = golden_scenario_name(o->values, s, &scenario);
+        if (!o->scenario_differs[s] || !name || scenario != s)
+            continue;
+        if (!any)
+            fprintf(f, "%sscenarios of the %s values that differ (column modulo their count): ",
+                    indent, o->values);
+        fprintf(f, "%s%d (%s)", any ? ", " : "", s, name);
+        any = true;
+    }
+    if (any)
+        fputc('\n', f);
+}
+
 /* The tensor as the diagnosis takes it. */
 static golden_diag_tensor diag_tensor(const golden_tensor *t)
 {
@@ -210,6 +258,8 @@ int golden_judge(const golden_case *c, void *const *actual, const golden_judge_o
         o->verdict = golden_compare_verdict(&o->compare, options->max_ulp);
         o->has_stats = golden_stats_compute(t->dtype, t->data, got,
                                             golden_tensor_elements(t), &o->stats) == 0;
+        if (o->compare.differing > 0)
+            note_scenarios(c, got, o);
         if (o->compare.differing > 0 && options->diagnose &&
             diagnose(c, got, options->strict_nan, o, err, err_len) != 0) {
             golden_judgement_free(j);
@@ -301,6 +351,7 @@ void golden_judgement_report(FILE *f, const golden_judgement *j, const char *ind
         if (o->diagnosed)
             golden_diagnosis_report(f, &o->diagnosis, deeper);
         golden_compare_report(f, o->expected->dtype, &o->compare, deeper);
+        report_scenarios(f, o, deeper);
     }
 }
 

@@ -240,23 +240,6 @@ static moeperm_status plan(const golden_case *c, const views *v, uint64_t *works
     return MOEPERM_ERR_PARAM_INVALID; /* reference() checked the operator */
 }
 
-static moeperm_status execute(const golden_case *c, void *workspace, uint64_t size,
-                              moeperm_executor *executor)
-{
-    switch (c->op) {
-    case MOEPERM_OP_PERMUTE_GRAD:
-        return moeperm_token_permute_grad(workspace, size, executor, NULL);
-    case MOEPERM_OP_PERMUTE:
-        return moeperm_token_permute(workspace, size, executor, NULL);
-    case MOEPERM_OP_UNPERMUTE:
-        return moeperm_token_unpermute(workspace, size, executor, NULL);
-    case MOEPERM_OP_UNPERMUTE_GRAD:
-        return moeperm_token_unpermute_grad(workspace, size, executor, NULL);
-    }
-    moeperm_executor_destroy(executor);
-    return MOEPERM_ERR_PARAM_INVALID;
-}
-
 /* The exact values of c's GOLDEN_ROLE_EXACT tensors, in their order. */
 static moeperm_status exact_values(const golden_case *c, void *const *exact)
 {
@@ -300,7 +283,7 @@ static moeperm_status reference(const golden_case *c, void *const *outputs, void
                      workspace_size);
             return MOEPERM_ERR_INNER;
         }
-        st = execute(c, workspace, workspace_size, executor);
+        st = moeperm_executor_run(workspace, workspace_size, executor, NULL);
         free(workspace);
         if (st == MOEPERM_SUCCESS && exact)
             st = exact_values(c, exact);

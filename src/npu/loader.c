@@ -106,11 +106,28 @@ static const char *try_open(load_state *s, const char *path)
     return NULL;
 }
 
+/* A long path in a message keeps its tail, where the library's name is. */
+static const char *tail_of(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 120 ? path + n - 117 : path;
+}
+
 static int load_listed(load_state *s, const char *list, text *err)
 {
     char *copy = strdup(list);
     if (copy == NULL) {
         text_add(err, "out of memory reading MOEPERM_ASCEND_LIBS");
+        return -1;
+    }
+    size_t count = 0;
+    for (const char *p = list; *p; p++)
+        if (*p != ':' && (p == list || p[-1] == ':'))
+            count++;
+    if (count > ACL_MAX_LIBS) {
+        text_add(err, "MOEPERM_ASCEND_LIBS lists %zu libraries; moeperm loads at most %d "
+                 "(docs/npu.md)", count, ACL_MAX_LIBS);
+        free(copy);
         return -1;
     }
     bool missing = false;
@@ -121,19 +138,30 @@ static int load_listed(load_state *s, const char *list, text *err)
             continue;
         /* A listed library is a promise: one that does not load is an
          * error even when the others would be enough, so that a typo can
-         * never let the stock kernel stand in for a custom one. */
-        if (!missing)
-            text_add(err, "no Ascend runtime found; looked in: MOEPERM_ASCEND_LIBS=%s:", list);
-        text_add(err, " cannot load %s (%s)", p, why);
+         * never let the stock kernel stand in for a custom one.  The
+         * reasons come first and the list last, so that a long list is
+         * what a short buffer cuts, not the reason; dlerror() repeats the
+         * path, which is dropped from its text. */
+        size_t n = strlen(p);
+        if (strncmp(why, p, n) == 0 && strncmp(why + n, ": ", 2) == 0)
+            why += n + 2;
+        char shown[128];
+        snprintf(shown, sizeof shown, "%s%s", tail_of(p) == p ? "" : "...", tail_of(p));
+        text_add(err, "%s%s (%s)",
+                 missing ? "; cannot load " : "no Ascend runtime found: cannot load ", shown, why);
         missing = true;
     }
     free(copy);
-    if (!missing && s->api->num_handles == 0) {
+    if (missing) {
+        text_add(err, "; MOEPERM_ASCEND_LIBS=%s", list);
+        return -1;
+    }
+    if (s->api->num_handles == 0) {
         text_add(err, "no Ascend runtime found; looked in: MOEPERM_ASCEND_LIBS=%s names no library",
                  list);
         return -1;
     }
-    return missing ? -1 : 0;
+    return 0;
 }
 
 static int load_default(load_state *s, text *err)

@@ -3,7 +3,7 @@
 # case: run through sh -c from a directory of the case's name, it writes
 # the identical case, also for names with a space, quotes and $(...), and
 # runs nothing else.  And `golden --suite` takes the names of
-# interfaces.md's "--suite NAME ..." as well as repeated --suite options.
+# the usage's "--suite NAME ..." as well as repeated --suite options.
 # usage: command_quoting.sh MOEPERM
 set -eu
 moeperm=$1

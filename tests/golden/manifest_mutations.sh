@@ -101,9 +101,27 @@ expect_refusal "missing field" 'format is missing'
 fresh; printf '{"format": ' >"$tmp/case/case.json"
 expect_refusal "not JSON" 'not valid JSON'
 fresh; printf '\n{}\n' >>"$tmp/case/case.json"
-expect_refusal "a second JSON value after the manifest" 'not valid JSON near byte 1038'
+expect_refusal "a second JSON value after the manifest" '(byte 1038): unexpected text after the JSON object'
 fresh; mutate 's/"padded_mode": false/"padded_mode": true/'
 expect_refusal "padded_mode true (refused by the operator)" 'padded'
+
+# Text that lenient JSON parsers accept is not a manifest (RFC 8259 only).
+fresh; mutate 's/^{$/{ \/\/ edited by hand/'
+expect_refusal "a comment" 'not valid JSON at line 1, column 3 (byte 2): a comment (//)'
+fresh; mutate "s/\"dtype\": \"bf16\",\$/'dtype': 'bf16',/"
+expect_refusal "single quotes" 'a single quote'
+fresh; mutate 's/"shape": \[5, 17\]/"shape": [5, 17,]/'
+expect_refusal "a trailing comma" "a comma before ']'"
+fresh; mutate 's/"tokens_num": 5/"tokens_num": 05/'
+expect_refusal "a leading zero" 'the number 05 has a leading zero'
+fresh; mutate 's/"padded_mode": false/"padded_mode": False/'
+expect_refusal "False" 'the JSON literal is false, in lower case'
+fresh; mutate 's/"file": "sorted_indices.bin"/"file": "sorted_indices.bin\\u0000\/..\/..\/etc\/passwd"/'
+expect_refusal "\\u0000 cutting a file name" '\u0000 inside a string'
+fresh; mutate 's/"seed": \([0-9]*\)/"seed": NaN/'
+expect_refusal "NaN" 'NaN, which is not a JSON number'
+fresh; mutate 's/"top_k": 2/"top_k": 2, "top_k": 2/'
+expect_refusal "a key twice" 'the key "top_k" a second time in one object'
 
 # Not a manifest, but the same promise for `golden`: an empty --out would
 # write under /, so it is bad usage.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_determinism.sh MOEPERM - the same case gives the same bits whatever
-# the thread count, kernel path or run (spec §2: "the result must not
+# the thread count, kernel path or run (docs/arithmetic.md: "the result must not
 # depend on the number of threads").
 #
 # Two cases of about 200 MB of input each (bf16 with every row, fp16 with

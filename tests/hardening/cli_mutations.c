@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "golden/prng.h"
 #include <moeperm/golden.h>
 
 #include "golden/fileio.h"
@@ -48,12 +49,10 @@ typedef struct blob {
     size_t size;
 } blob;
 
+/* SplitMix64 as a sequence, from the golden library's generator. */
 static uint64_t next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
+    return prng_mix64(*s += PRNG_GAMMA);
 }
 
 static blob slurp(const char *path)
@@ -424,6 +423,10 @@ int main(int argc, char **argv)
     }
 
     int by_status[5] = {0};
+    /* How many mutations of each kind ran (docs/reliability.md). */
+    const char *kinds[24];
+    long kind_counts[24] = {0};
+    size_t nkinds = 0;
     for (long i = 0; i < count; i++) {
         uint64_t seed = first + (uint64_t)i;
         const base_case *b = &bases[seed % OPS];
@@ -432,6 +435,13 @@ int main(int argc, char **argv)
         if (system(cmd) != 0)
             return 2;
         const char *what = mutate(b, case_dir, seed);
+        size_t k = 0;
+        while (k < nkinds && strcmp(kinds[k], what) != 0)
+            k++;
+        if (k == nkinds && nkinds < sizeof kinds / sizeof kinds[0])
+            kinds[nkinds++] = what;
+        if (k < nkinds)
+            kind_counts[k]++;
         char *runs[3][8] = {
             {moeperm, "run", case_dir, "--out", out_path, NULL},
             {moeperm, "check", case_dir, NULL},
@@ -485,6 +495,9 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", work);
+    for (size_t k = 0; k < nkinds; k++)
+        printf("%s%s: %ld", k ? ", " : "mutations by kind: ", kinds[k], kind_counts[k]);
+    printf("\n");
     printf("%ld mutations x 3 commands: %d exit 0, %d exit 1, %d exit 2, %d exit 3, "
            "%d failures\n",
            count, by_status[0], by_status[1], by_status[2], by_status[3], failures);

@@ -13,11 +13,24 @@
 #     cpu run;
 #   - every command takes --help and -h;
 #   - a failed write to standard output (/dev/full) is not a success: exit
-#     2 and a sentence, except that a mismatch stays exit 1.
+#     2 and a sentence, except that a mismatch stays exit 1;
+#   - an output path that is not a regular file or absent (a device, FIFO,
+#     socket, directory, symbolic link), a file the caller could not write
+#     with a shell redirect (read-only, another user's, another user's in a
+#     sticky directory, a read-only one even for root), a file of another
+#     case (existing or missing, or beside a manifest that cannot be read)
+#     and a name too long for its temporary are refused, exit 2, before any
+#     case runs, and left as they were, by every output option: run --out,
+#     check --junit and --json, compare --json; run --out DIR/ checks each
+#     file it would write, and check --shard a file of a case in any shard;
+#   - `check` over a tree with a directory it cannot search fails, exit 2,
+#     naming it, instead of passing with a case fewer.
+# Checks that need a user other than root run as nobody (setpriv); where
+# that cannot be done they are skipped with a note.
 set -u
 moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-refusals.XXXXXX")
-trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work"; chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
 fail() {
     echo "FAIL: $*"
@@ -26,9 +39,16 @@ fail() {
 
 # expect STATUS WHAT COMMAND...: runs COMMAND, stdout to $work/out and
 # stderr to $work/err, and checks its exit status.
+# Every refused output target is counted (docs/reliability.md).
+targets=0 targets_user=0
 expect() {
     local want=$1 what=$2 rc
     shift 2
+    case $want:$what in
+        "2:run --out"* | "2:check --junit"* | "2:check --json"* | "2:compare --json"*)
+            targets=$((targets + 1))
+            [ "$1" = as_user ] && targets_user=$((targets_user + 1)) ;;
+    esac
     "$@" >"$work/out" 2>"$work/err"
     rc=$?
     [ "$rc" -eq "$want" ] || fail "$what: status $rc, expected $want (stderr: $(cat "$work/err"))"
@@ -117,14 +137,184 @@ for out in "" "$work/missing/r.bin" "$work/dir"; do
     says "run --out '$out'" "\"$out\""
 done
 [ -e "$work/missing" ] && fail "a refused output created its directory"
-# A read-only directory stops only those who are not root.
-if [ "$(id -u)" -ne 0 ]; then
+# --- output targets that are not a regular file, or not the caller's -------
+# Each is refused before any work (check prints no case line) with a
+# sentence naming the path and what it is, and is left as it was.
+# as_user COMMAND...: runs COMMAND as a user other than root: nobody when
+# this runs as root, else the current user; returns 77 where root cannot
+# become nobody.
+as_user() {
+    if [ "$(id -u)" -ne 0 ]; then
+        "$@"
+    elif command -v setpriv >/dev/null; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+    else
+        return 77
+    fi
+}
+can_drop=1
+as_user true || { can_drop=0; echo "note: cannot run as another user than root: skipping the checks that need one"; }
+# refused_target WHAT SAYS PATH [as_user]: run --out, check --junit,
+# check --json and compare --json refuse PATH, saying SAYS, and PATH's
+# kind and bytes stay what they were.
+refused_target() {
+    local what=$1 says=$2 target=$3 user=${4:-} before after
+    # stat -L too: a link's target must not change either (but a link to
+    # /proc/self/fd/1 leads to each stat's own standard output); only
+    # regular files are
+    # read (a FIFO or /dev/full would block or never end).
+    state() {
+        stat -c '%F %s %a %i' "$1" 2>/dev/null
+        case $(readlink "$1") in /dev/* | /proc/*) ;; *) stat -L -c '%F %s %a %i' "$1" 2>/dev/null ;; esac
+        [ -f "$1" ] && [ ! -L "$1" ] && cksum <"$1"
+    }
+    before=$(state "$target")
+    expect 2 "run --out $what" $user "$moeperm" run "$c1" --out "$target"
+    says "run --out $what" "\"$target\""
+    says "run --out $what" "$says"
+    expect 2 "check --junit $what" $user "$moeperm" check "$work/cases" --junit "$target"
+    says "check --junit $what" "\"$target\""
+    says "check --junit $what" "$says"
+    [ -s "$work/out" ] && fail "check --junit $what: cases ran before the refusal"
+    expect 2 "check --json $what" $user "$moeperm" check "$work/cases" --json "$target"
+    says "check --json $what" "\"$target\""
+    says "check --json $what" "$says"
+    [ -s "$work/out" ] && fail "check --json $what: cases ran before the refusal"
+    expect 2 "compare --json $what" $user "$moeperm" compare "$c1" "$work/r1.bin" --json "$target"
+    says "compare --json $what" "\"$target\""
+    says "compare --json $what" "$says"
+    [ -s "$work/out" ] && fail "compare --json $what: compared before the refusal"
+    after=$(state "$target")
+    [ "$before" = "$after" ] || fail "$what: $target changed ($before -> $after)"
+}
+mkdir -p "$work/t"
+"$moeperm" run "$c1" --out "$work/r1.bin" || fail "run c1"
+# Never the system's own nodes as root: a tool that failed this test would
+# replace /dev/null for the whole machine.  Root gets nodes of its own
+# (the null device's numbers, and the loop device's as a block device);
+# anyone else may be pointed at /dev, where a rename cannot succeed.
+if [ "$(id -u)" -eq 0 ]; then
+    mknod "$work/t/null" c 1 3 && refused_target "a character device" "is a character device" "$work/t/null"
+    mknod "$work/t/loop" b 7 0 && refused_target "a block device" "is a block device" "$work/t/loop"
+    ln -s /proc/self/fd/1 "$work/t/stdout" &&
+        refused_target "a link to standard output" "is a symbolic link (to /proc/self/fd/1)" "$work/t/stdout"
+else
+    [ -c /dev/full ] && refused_target "/dev/full" "is a character device" /dev/full
+    [ -e /dev/stdout ] && refused_target "/dev/stdout" "is a symbolic link (to " /dev/stdout
+fi
+mkfifo "$work/t/fifo" && refused_target "a FIFO" "is a FIFO" "$work/t/fifo"
+if command -v python3 >/dev/null; then
+    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/t/sock" &&
+        refused_target "a socket" "is a socket" "$work/t/sock"
+else
+    echo "note: no python3 to make a socket: skipping that output target"
+fi
+echo "keep me" >"$work/t/file.txt"
+ln -s file.txt "$work/t/link"
+refused_target "a symbolic link to a file" "is a symbolic link (to file.txt)" "$work/t/link"
+grep -qx "keep me" "$work/t/file.txt" || fail "the link's target changed"
+ln -s nowhere "$work/t/dangling"
+refused_target "a dangling symbolic link" "is a symbolic link (to nowhere)" "$work/t/dangling"
+ln -s ../t "$work/t/dirlink"
+refused_target "a symbolic link to a directory" "is a symbolic link" "$work/t/dirlink"
+refused_target "a directory" "is a directory" "$work/t"
+echo "read only" >"$work/t/ro.txt" && chmod 444 "$work/t/ro.txt"
+refused_target "a chmod 444 file" "mode 0444" "$work/t/ro.txt"
+# Another case's files: existing, missing (writing it would complete the
+# case with foreign data), and anything beside a manifest that cannot be
+# read; a file of the case beside is fine.
+cp -r "$work/cases/c2" "$work/t/other"
+refused_target "another case's input_grad" "the input_grad file of the case" "$work/t/other/input_grad.bin"
+refused_target "another case's manifest" "the manifest of the case" "$work/t/other/case.json"
+rm "$work/t/other/input_grad.bin"
+refused_target "another case's missing input_grad" "the input_grad file of the case" \
+    "$work/t/other/input_grad.bin"
+[ -e "$work/t/other/input_grad.bin" ] && fail "a refused output completed another case"
+cp -r "$work/cases/c2" "$work/t/broken" && echo '{' >"$work/t/broken/case.json"
+refused_target "a file beside a broken manifest" "whose manifest cannot be read" "$work/t/broken/notes.bin"
+expect 0 "run --out beside another case's files" "$moeperm" run "$c1" --out "$work/t/other/mine.bin"
+rm -f "$work/t/other/mine.bin"
+# Names too long for the temporary (".NAME.tmp.XXXXXX", 12 bytes more):
+# 244 bytes are refused, 243 written; a path that reaches PATH_MAX only
+# with the temporary is refused too.
+long=$(printf 'j%.0s' $(seq 244))
+refused_target "a 244-byte name" "is too long: its file name is 244 bytes" "$work/t/$long"
+expect 0 "check --junit, a 243-byte name" "$moeperm" check "$work/cases" --junit "$work/t/${long%j}"
+[ -s "$work/t/${long%j}" ] || fail "check --junit, a 243-byte name: no report"
+rm -f "$work/t/${long%j}"
+deep=$work/t$(printf '/.%.0s' $(seq $(((4096 - ${#work} - 3 - 13) / 2))))/j.x
+refused_target "a path at PATH_MAX with its temporary" "(PATH_MAX)" "$deep"
+if [ "$can_drop" -eq 1 ] && [ "$(id -u)" -eq 0 ]; then
+    # As a user who is not root: a file that user cannot write, a file of
+    # another user in a sticky directory, and a directory it cannot write.
+    chmod 755 "$work" "$work/cases" "$c1" "$work/cases/c2"
+    mkdir -p "$work/u" "$work/sticky" "$work/ro"
+    chmod 777 "$work/u" && chmod 1777 "$work/sticky" && chmod 555 "$work/ro"
+    echo "root's" >"$work/u/roots.txt" && chmod 644 "$work/u/roots.txt"
+    refused_target "a file the user cannot write" "a file you cannot write (mode 0644)" \
+        "$work/u/roots.txt" as_user
+    echo "root's" >"$work/sticky/shared.txt" && chmod 666 "$work/sticky/shared.txt"
+    refused_target "another user's file in a sticky directory" "sticky directory" \
+        "$work/sticky/shared.txt" as_user
+    expect 2 "check --junit in a read-only directory" as_user "$moeperm" check "$work/cases" \
+        --junit "$work/ro/j.xml"
+    says "check --junit in a read-only directory" "\"$work/ro/j.xml\""
+    [ -s "$work/out" ] && fail "check --junit in a read-only directory: cases ran before the refusal"
+    expect 0 "run --out into a directory the user may write" as_user "$moeperm" run "$c1" \
+        --out "$work/u/mine.bin"
+elif [ "$(id -u)" -ne 0 ]; then
     mkdir "$work/ro" && chmod 555 "$work/ro"
     expect 2 "check --junit in a read-only directory" "$moeperm" check "$work/cases" \
         --junit "$work/ro/j.xml"
     says "check --junit in a read-only directory" "\"$work/ro/j.xml\""
     [ -s "$work/out" ] && fail "check --junit in a read-only directory: cases ran before the refusal"
 fi
+
+# A case of several outputs written into a directory: each file is checked
+# the same way, before the case runs.
+"$moeperm" golden --out "$work/multi" --op permute --tokens 8 --topk 2 --hidden 16 \
+    --dtype bf16 --name p1 >/dev/null || fail "cannot generate a MoeTokenPermute case"
+mkdir -p "$work/outdir"
+ln -s ../t/file.txt "$work/outdir/permuted_tokens.bin"
+expect 2 "run --out DIR/ holding a symbolic link" "$moeperm" run "$work/multi/p1" --out "$work/outdir/"
+says "run --out DIR/ holding a symbolic link" "is a symbolic link"
+[ -L "$work/outdir/permuted_tokens.bin" ] || fail "run --out DIR/: the link was replaced"
+[ -e "$work/outdir/sorted_indices.bin" ] && fail "run --out DIR/: an output was written before the refusal"
+cp -r "$work/cases/c2" "$work/t/other2"
+expect 2 "run --out DIR/, a case directory" "$moeperm" run "$work/multi/p1" --out "$work/t/other2/"
+says "run --out DIR/, a case directory" "the sorted_indices file of the case"
+same_case "$work/t/other2" "$work/orig/c2" "run --out DIR/, a case directory"
+# check --shard: a report must not replace a file of a case in another
+# shard either (a hard link, so the case is not in the report's directory);
+# one of the two shards leaves c1 out.
+"$moeperm" check "$work/cases" --shard 1/2 | grep -q "c1\$" && other=2/2 || other=1/2
+for shard in 1/2 2/2; do
+    expect 2 "check --junit, --shard $shard" "$moeperm" check "$work/cases" --shard "$shard" \
+        --junit "$work/hard-link.bin"
+    says "check --junit, --shard $shard" "the input_grad file of the case $c1"
+done
+"$moeperm" check "$work/cases" --shard "$other" | grep -q "c1\$" &&
+    fail "check --shard: both shards judge c1, so the check above proves nothing"
+same_case "$c1" "$work/orig/c1" "check --shard --junit"
+
+# --- discovery that cannot see everything fails ------------------------------
+if [ "$can_drop" -eq 1 ]; then
+    mkdir -p "$work/walk/ok" "$work/walk/hidden"
+    cp -r "$work/orig/c1" "$work/walk/ok/c1" && cp -r "$work/orig/c2" "$work/walk/hidden/c2"
+    chmod -R a+rX "$work/walk" && chmod 755 "$work"
+    chmod 644 "$work/walk/hidden" # listable, not searchable: its cases cannot be stat()ed
+    expect 2 "check over a directory it cannot search" as_user "$moeperm" check "$work/walk"
+    says "check over a directory it cannot search" "$work/walk/hidden"
+    says "check over a directory it cannot search" "Permission denied"
+    [ -s "$work/out" ] && fail "check over a directory it cannot search: cases ran: $(cat "$work/out")"
+    chmod 755 "$work/walk/hidden"
+    expect 0 "check over the same tree, searchable" as_user "$moeperm" check "$work/walk"
+fi
+# A symbolic link loop is not a dangling link: it fails the walk too.
+mkdir -p "$work/looped" && cp -r "$work/orig/c1" "$work/looped/c1"
+ln -s l2 "$work/looped/l1" && ln -s l1 "$work/looped/l2"
+expect 2 "check over a symbolic link loop" "$moeperm" check "$work/looped"
+says "check over a symbolic link loop" "Too many levels of symbolic links"
 
 # --- empty directory arguments ----------------------------------------------
 expect 2 'run ""' "$moeperm" run "" --out "$work/r.bin"
@@ -176,6 +366,7 @@ if [ -c /dev/full ]; then
     full 2 "golden" "$moeperm" golden --out "$work/g" --tokens 4 --topk 2 --hidden 8 --dtype bf16
 fi
 
+echo "output targets refused: $targets ($targets_user of them as another user than root)"
 same_case "$c1" "$work/orig/c1" "at the end"
 same_case "$work/cases/c2" "$work/orig/c2" "at the end"
 if [ "$failures" -ne 0 ]; then

@@ -1,0 +1,167 @@
+"""Bit-exact assertions and a pytest plugin for kernel tests.
+
+    assert_bits_equal(expected, actual)
+        expected a golden Case and actual its outputs, or two arrays: passes
+        when every element has the same bits (any NaN equals any NaN unless
+        strict_nan=True); fails with the report `moeperm compare` prints.
+
+The plugin (enable it with ``pytest -p moeperm.testing``, or with
+``pytest_plugins = ["moeperm.testing"]`` in a conftest.py) runs a test once
+per golden case below a directory, the case's id ("hidden/bf16-h17") as the
+test id.  A test asks for the argument ``golden_case`` and names the
+directory with the ``golden`` mark, relative to the test file:
+
+    @pytest.mark.golden("golden", op="MoeTokenPermute")
+    def test_my_kernel(golden_case):
+        outputs = golden_case.call(my_kernel)    # my_kernel(**inputs, **attrs)
+        assert_bits_equal(golden_case, outputs)
+
+or with ``--moeperm-golden DIR`` (or the ini option ``moeperm_golden``) for
+every such test without a mark.  Without the plugin, ``golden_cases(DIR)``
+is the same parametrization as a decorator.
+"""
+import os
+
+import numpy as np
+
+from . import _arrays
+
+__all__ = ["assert_bits_equal", "golden_cases"]
+
+_MARK = "golden"
+_ARGUMENT = "golden_case"
+
+
+def assert_bits_equal(expected, actual, *, strict_nan=False):
+    """assert_bits_equal() raises AssertionError unless ``actual`` has the
+    bits of ``expected``.
+
+    expected: a moeperm.golden.Case; actual: its outputs in any form
+        moeperm.golden.compare() takes (one array, a dict by name, a tuple
+        such as an operator returns).  The failure message is the text
+        `moeperm compare` prints: the verdict, the diagnosis, the counts,
+        the first differences and where they lie.
+    expected: an array (numpy, bf16 as np.uint16, or a CPU tensor); actual:
+        an array of the same dtype and shape.  float32, float16, bf16, int32
+        and int8 get the tool's mismatch report; other dtypes the count and
+        the first difference.  Arrays of different dtypes or shapes fail.
+
+    strict_nan: NaNs must match bit for bit too.  Returns None (or, for a
+    case, the Report of the comparison)."""
+    from . import golden
+    if isinstance(expected, golden.Case):
+        report = golden.compare(expected, actual, strict_nan=strict_nan)
+        if not report.same:
+            raise AssertionError(str(report))
+        return report
+    e, a = _numpy(expected, "expected"), _numpy(actual, "actual")
+    if e.dtype != a.dtype:
+        raise AssertionError("actual dtype %s differs from expected dtype %s"
+                             % (_word(a.dtype), _word(e.dtype)))
+    if e.shape != a.shape:
+        raise AssertionError("actual shape %s differs from expected shape %s"
+                             % (list(a.shape), list(e.shape)))
+    if e.dtype in (np.float32, np.float16, np.uint16, np.int32, np.int8):
+        differ, text = golden.compare_arrays(e, a, strict_nan=strict_nan)
+        if differ:
+            raise AssertionError("bits differ (%s %s):\n%s" % (_word(e.dtype), list(e.shape),
+                                                               text))
+        return None
+    eb, ab = _raw_bits(e), _raw_bits(a)
+    same = eb == ab
+    if not strict_nan and e.dtype.kind == "f":
+        same |= np.isnan(e) & np.isnan(a)
+    if not same.all():
+        where = np.argwhere(~same)
+        first = tuple(int(i) for i in where[0])
+        raise AssertionError("bits differ (%s %s): %d of %d elements differ; first at %s: "
+                             "expected %r, actual %r" % (_word(e.dtype), list(e.shape),
+                                                         len(where), same.size, list(first),
+                                                         e[first], a[first]))
+    return None
+
+
+def _numpy(value, name):
+    """numpy bits of an array or tensor (bf16 tensors as np.uint16)."""
+    torch = _arrays._torch_module(value)
+    if torch is not None:
+        t = value.detach()
+        if t.device.type != "cpu":
+            raise TypeError("%s is on device %s; pass a CPU tensor" % (name, t.device))
+        if t.dtype == torch.bfloat16:
+            return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+        return t.contiguous().numpy()
+    return np.asarray(value)
+
+
+def _raw_bits(arr):
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.itemsize in (1, 2, 4, 8) and arr.dtype.kind in "fiub":
+        return arr.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+                        [arr.dtype.itemsize])
+    return arr
+
+
+def _word(dtype):
+    return "uint16 (bf16)" if dtype == np.uint16 else np.dtype(dtype).name
+
+
+def _cases(root, op):
+    from . import golden
+    found = golden.cases(root, op=op)
+    return found, [c.id for c in found]
+
+
+def golden_cases(root, op=None):
+    """golden_cases() returns a pytest.mark.parametrize of the argument
+    ``golden_case`` over every case below ``root`` (relative to the current
+    directory), optionally of one operator, with the cases' ids as test
+    ids: the plugin's parametrization, for a test suite that does not load
+    the plugin."""
+    import pytest
+    found, ids = _cases(os.fspath(root), op)
+    return pytest.mark.parametrize(_ARGUMENT, found, ids=ids)
+
+
+# -- the pytest plugin --------------------------------------------------
+
+def pytest_addoption(parser):
+    parser.addoption("--moeperm-golden", metavar="DIR", default=None,
+                     help="moeperm: the golden cases a test's golden_case argument runs over, "
+                          "when it has no golden mark")
+    parser.addini("moeperm_golden", "moeperm: the default directory of golden cases for "
+                                    "golden_case arguments", default=None)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "%s(root, op=None): run the test once per moeperm golden case below root "
+                   "(relative to the test file), optionally of one operator; the case is its "
+                   "golden_case argument" % _MARK)
+
+
+def pytest_generate_tests(metafunc):
+    if _ARGUMENT not in metafunc.fixturenames:
+        return
+    mark = metafunc.definition.get_closest_marker(_MARK)
+    op = None
+    if mark is not None:
+        if not mark.args:
+            raise ValueError("the golden mark of %s needs the directory of the cases"
+                             % metafunc.definition.nodeid)
+        root = os.fspath(mark.args[0])
+        op = mark.kwargs.get("op")
+        if not os.path.isabs(root):
+            root = os.path.join(os.path.dirname(os.path.abspath(metafunc.module.__file__)), root)
+    else:
+        config = metafunc.config
+        root = config.getoption("--moeperm-golden") or config.getini("moeperm_golden")
+        if not root:
+            raise ValueError("%s takes golden_case but names no cases: mark it "
+                             "@pytest.mark.golden(DIR) or pass --moeperm-golden DIR"
+                             % metafunc.definition.nodeid)
+        root = os.fspath(root)
+        if not os.path.isabs(root):
+            root = os.path.join(str(config.invocation_params.dir), root)
+    found, ids = _cases(root, op)
+    metafunc.parametrize(_ARGUMENT, found, ids=ids)

@@ -1,0 +1,152 @@
+"""moeperm.testing: assert_bits_equal's verdicts and messages, and the
+pytest plugin's parametrization over golden cases, run in a pytest of its
+own."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import moeperm
+import paths
+from moeperm import golden
+from moeperm.testing import assert_bits_equal
+
+
+def test_equal_arrays_pass_and_any_nan_equals_any_nan():
+    a = np.array([[1.0, np.nan], [-0.0, 2.0]], dtype=np.float32)
+    b = a.copy()
+    b.view(np.uint32)[0, 1] ^= 1
+    assert_bits_equal(a, a.copy())
+    assert_bits_equal(a, b)
+    with pytest.raises(AssertionError):
+        assert_bits_equal(a, b, strict_nan=True)
+
+
+def test_differing_arrays_fail_with_the_tools_report():
+    expected = moeperm.float32_to_bf16(np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10))
+    actual = expected.copy()
+    actual[2, 7] ^= 0x0002
+    differ, text = golden.compare_arrays(expected, actual)
+    assert differ == 1
+    with pytest.raises(AssertionError) as info:
+        assert_bits_equal(expected, actual)
+    message = str(info.value)
+    assert message == "bits differ (uint16 (bf16) [4, 10]):\n" + text
+    assert "1 of 40 elements differ, max distance 2 ulp" in message
+    assert "token 2, column 7: expected 0x" in message
+
+
+def test_signed_zero_differs():
+    with pytest.raises(AssertionError, match="1 of 1 elements differ"):
+        assert_bits_equal(np.array([0.0], np.float32), np.array([-0.0], np.float32))
+
+
+def test_arrays_of_other_dtypes_or_shapes_fail():
+    with pytest.raises(AssertionError, match=r"^actual dtype float16 differs from expected dtype "
+                                             r"float32$"):
+        assert_bits_equal(np.zeros(3, np.float32), np.zeros(3, np.float16))
+    with pytest.raises(AssertionError, match=r"^actual shape \[2\] differs from expected shape "
+                                             r"\[3\]$"):
+        assert_bits_equal(np.zeros(3, np.int64), np.zeros(2, np.int64))
+    with pytest.raises(AssertionError, match=r"^bits differ \(int64 \[3\]\): 1 of 3 elements "
+                                             r"differ; first at \[1\]"):
+        assert_bits_equal(np.arange(3), np.array([0, 5, 2]))
+
+
+def test_a_case_and_wrong_outputs_fail_with_str_of_the_report():
+    case = golden.Case.generate(tokens=6, top_k=2, hidden=9, dtype="bf16")
+    wrong = case.expected["input_grad"].copy()
+    wrong[0, 0] ^= 0x10
+    with pytest.raises(AssertionError) as info:
+        assert_bits_equal(case, wrong)
+    assert str(info.value) == str(golden.compare(case, wrong))
+    assert str(info.value).startswith("%s: MISMATCH\n" % case.name)
+    assert assert_bits_equal(case, case.call()).same
+
+
+def test_tensors_are_compared_by_their_bits():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    t = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+    assert_bits_equal(t, t.clone())
+    assert_bits_equal(t.view(torch.int16).numpy().view(np.uint16), t)
+    with pytest.raises(AssertionError, match="bits differ"):
+        assert_bits_equal(t, torch.tensor([1.0, 3.0], dtype=torch.bfloat16))
+
+
+KERNEL_TEST = '''
+import pytest
+from moeperm.testing import assert_bits_equal
+
+def kernel(permuted_output_grad, sorted_indices, num_topk, padded_mode):
+    import moeperm
+    out = moeperm.moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk)
+    if BROKEN and out.size:
+        out.reshape(-1)[0] ^= 1
+    return out
+
+BROKEN = %(broken)s
+
+@pytest.mark.golden(%(root)r, op="MoeTokenPermuteGrad")
+def test_marked(golden_case):
+    assert_bits_equal(golden_case, golden_case.call(kernel))
+
+def test_by_option(golden_case):
+    assert golden_case.op
+'''
+
+
+def run_pytest(tmp_path, body, *args):
+    (tmp_path / "test_kernel.py").write_text(body)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(moeperm.__file__))] +
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "moeperm.testing", "-p",
+                           "no:cacheprovider", str(tmp_path / "test_kernel.py")] + list(args),
+                          capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                          timeout=300)
+
+
+def make_corpus(root):
+    for name, op in (("s/b", "permute-grad"), ("s/a", "permute-grad"), ("t/c", "permute")):
+        golden.Case.generate(op=op, tokens=4, top_k=2, hidden=3, dtype="bf16").save(root / name)
+
+
+def test_plugin_runs_a_test_per_case_with_the_case_ids(tmp_path):
+    make_corpus(tmp_path / "corpus")
+    r = run_pytest(tmp_path, KERNEL_TEST % {"broken": False, "root": "corpus"},
+                   "--collect-only", "-q", "--moeperm-golden", "corpus")
+    assert r.returncode == 0, r.stdout + r.stderr
+    collected = [line for line in r.stdout.splitlines() if "::" in line]
+    assert collected == ["test_kernel.py::test_marked[s/a]", "test_kernel.py::test_marked[s/b]",
+                         "test_kernel.py::test_by_option[s/a]",
+                         "test_kernel.py::test_by_option[s/b]",
+                         "test_kernel.py::test_by_option[t/c]"]
+
+
+def test_plugin_reports_a_wrong_kernel_with_the_tools_report(tmp_path):
+    make_corpus(tmp_path / "corpus")
+    r = run_pytest(tmp_path, KERNEL_TEST % {"broken": True, "root": "corpus"},
+                   "-k", "test_marked", "--moeperm-golden", "corpus")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "2 failed" in r.stdout
+    assert "MISMATCH" in r.stdout and "1 of 12 elements differ" in r.stdout
+
+
+def test_plugin_without_a_directory_says_how_to_give_one(tmp_path):
+    r = run_pytest(tmp_path, "def test_x(golden_case):\n    pass\n")
+    assert r.returncode != 0
+    assert "mark it @pytest.mark.golden(DIR) or pass --moeperm-golden DIR" in r.stdout + r.stderr
+
+
+def test_example_test_runs_over_the_committed_corpus():
+    example = os.path.join(paths.SOURCE_ROOT, "examples", "test_my_kernel.py")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(moeperm.__file__)))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "moeperm.testing", "-p",
+                        "no:cacheprovider", example, "--collect-only"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ids = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::" in line]
+    grad_cases = [c.id for c in golden.cases(paths.CORPUS, op="MoeTokenPermuteGrad")]
+    assert ids[:len(grad_cases)] == grad_cases
