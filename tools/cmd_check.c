@@ -118,7 +118,7 @@ static enum outcome read_outputs(const golden_case *c, case_outputs *o, const ch
                                  char *err, size_t err_len)
 {
     for (size_t i = 0; i < o->count; i++) {
-        char *path = case_output_path(c, o, i, dir, true);
+        char *path = case_output_path(o, i, dir, true);
         if (!path) {
             snprintf(err, err_len, "out of memory");
             return BACKEND_FAILED;

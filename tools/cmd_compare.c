@@ -88,7 +88,7 @@ int cmd_compare(int argc, char **argv)
         if (t->role != GOLDEN_ROLE_OUTPUT)
             continue;
         actual.like[actual.count] = t;
-        char *file = case_output_path(&c, &actual, actual.count, path, dir);
+        char *file = case_output_path(&actual, actual.count, path, dir);
         if (!file) {
             fprintf(stderr, "moeperm compare: out of memory\n");
             rc = EXIT_BACKEND;

@@ -91,7 +91,7 @@ int cmd_run(int argc, char **argv)
     char *paths[GOLDEN_MAX_TENSORS] = {0};
     int rc = BACKEND_OK;
     for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++) {
-        paths[i] = case_output_path(&c, &outputs, i, out_path, dir);
+        paths[i] = case_output_path(&outputs, i, out_path, dir);
         if (!paths[i]) {
             snprintf(err, sizeof err, "out of memory");
             rc = BACKEND_FAILURE;

@@ -94,10 +94,9 @@ void case_problem(const golden_case *c, const case_outputs *o, backend_problem *
     p->output_count = out;
 }
 
-char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, const char *path,
+char *case_output_path(const case_outputs *o, size_t i, const char *path,
                        bool dir)
 {
-    (void)c;
     if (!dir)
         return strdup(path);
     size_t n = strlen(path);

@@ -33,11 +33,11 @@ void case_outputs_free(case_outputs *o);
 /* The backend problem of c (its inputs loaded) writing into o. */
 void case_problem(const golden_case *c, const case_outputs *o, backend_problem *p);
 
-/* Where output i of c goes or comes from, given the path the user named
+/* Where output i of o goes or comes from, given the path the user named
  * (--out, compare's PATH, an --outputs directory): the path itself unless
  * dir, else path/<output name>.bin (or .npy when that exists and the .bin
  * does not).  malloc'd. */
-char *case_output_path(const golden_case *c, const case_outputs *o, size_t i, const char *path,
+char *case_output_path(const case_outputs *o, size_t i, const char *path,
                        bool dir);
 
 #endif
