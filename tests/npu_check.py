@@ -353,12 +353,15 @@ class Scenarios:
 
     def test_flipped_bit_in_a_family_output_is_named_by_output_token_and_column(self):
         root = self.family_root()
-        # (case, output index in argument order, its name, token, column, bit)
-        for name, output, tensor, token, column, bit in (
-                ("unpermute-grad-bf16-pfloat32-restore", 1, "probs_grad", 1, 2, 30),
-                ("unpermute-grad-bf16-pfloat32-restore", 0, "permuted_tokens_grad", 3, 4, 14),
-                ("permute-bf16", 0, "permuted_tokens", 2, 5, 14),
-                ("permute-bf16", 1, "sorted_indices", 9, 0, 3)):
+        # (case, output index in argument order, its name, token, column, bit,
+        # and how the report names that element)
+        for name, output, tensor, token, column, bit, named in (
+                ("unpermute-grad-bf16-pfloat32-restore", 1, "probs_grad", 1, 2, 30,
+                 "token 1, slot 2"),
+                ("unpermute-grad-bf16-pfloat32-restore", 0, "permuted_tokens_grad", 3, 4, 14,
+                 "row 3, column 4"),
+                ("permute-bf16", 0, "permuted_tokens", 2, 5, 14, "row 2, column 5"),
+                ("permute-bf16", 1, "sorted_indices", 9, 0, 3, "slot 9")):
             case = os.path.join(root, name)
             shape = self.manifest(case)["tensors"][tensor]["shape"]
             element = token * (shape[1] if len(shape) == 2 else 1) + column
@@ -370,10 +373,9 @@ class Scenarios:
             expect(re.search(r"^\s*%s:\s*$" % tensor, run.output, re.M) is not None and
                    re.search(r"\b1 of \d+ elements differ", run.output) is not None,
                    "the report does not say one element of %s differs" % tensor, run)
-            m = re.search(r"token %d, column %d: expected 0x([0-9a-f]+) .*actual 0x([0-9a-f]+)"
-                          % (token, column), run.output)
-            expect(m is not None, "the report does not name %s token %d, column %d"
-                   % (tensor, token, column), run)
+            m = re.search(r"%s: expected 0x([0-9a-f]+) .*actual 0x([0-9a-f]+)" % named,
+                          run.output)
+            expect(m is not None, "the report does not name %s's %s" % (tensor, named), run)
             expect(int(m.group(1), 16) ^ int(m.group(2), 16) == 1 << bit,
                    "expected and actual bits differ in more than bit %d" % bit, run)
 

@@ -452,6 +452,9 @@ typedef struct golden_compare_result {
     size_t first_count;
     char *where; /* malloc'd summary of token and column ranges, NULL if none */
     struct golden_where *ranges; /* the same as groups, for the reports (owned) */
+    /* What the report calls a row and a column ("token", "column"; static
+     * strings; column_noun NULL for a tensor of one dimension). */
+    const char *row_noun, *column_noun;
 } golden_compare_result;
 
 /* What a comparison concludes, given an ULP tolerance. */
@@ -494,6 +497,12 @@ uint64_t golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b);
  */
 int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
                    const void *actual, bool strict_nan, golden_compare_result *r);
+/* golden_compare() with the words the report uses for a row and a column
+ * (static strings: "row", "slot"...; column_noun NULL when the tensor has
+ * one dimension). */
+int golden_compare_named(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
+                         const void *actual, bool strict_nan, const char *row_noun,
+                         const char *column_noun, golden_compare_result *r);
 void golden_compare_free(golden_compare_result *r);
 
 /* The value of raw bits of dtype as a float (for messages). */

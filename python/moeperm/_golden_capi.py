@@ -79,7 +79,8 @@ class CompareResult(Structure):
     _fields_ = [("elements", c_uint64), ("differing", c_uint64), ("nan_mismatch", c_uint64),
                 ("max_ulp", c_uint64), ("nonfinite_differing", c_uint64),
                 ("first", Diff * COMPARE_FIRST), ("first_count", c_size_t),
-                ("where", c_char_p), ("ranges", c_void_p)]
+                ("where", c_char_p), ("ranges", c_void_p),
+                ("row_noun", c_char_p), ("column_noun", c_char_p)]
 
 
 class JudgeOptions(Structure):

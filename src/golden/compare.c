@@ -85,7 +85,17 @@ float golden_bits_value(moeperm_dtype dtype, uint32_t bits)
 int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
                    const void *actual, bool strict_nan, golden_compare_result *r)
 {
+    return golden_compare_named(dtype, tokens, hidden, expected, actual, strict_nan, "token",
+                                "column", r);
+}
+
+int golden_compare_named(moeperm_dtype dtype, int64_t tokens, int64_t hidden,
+                         const void *expected, const void *actual, bool strict_nan,
+                         const char *row_noun, const char *column_noun, golden_compare_result *r)
+{
     memset(r, 0, sizeof *r);
+    r->row_noun = row_noun;
+    r->column_noun = column_noun;
     uint64_t exponent = dtype == MOEPERM_FLOAT ? 0x7f800000u : dtype == MOEPERM_FLOAT16 ? 0x7c00u
                                                                                        : 0x7f80u;
     for (int64_t t = 0; t < tokens; t++) {
@@ -116,7 +126,7 @@ int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const vo
         return 0;
     /* A second pass, on a mismatch only, names where the differences lie. */
     if (!(r->ranges = calloc(1, sizeof *r->ranges)) ||
-        golden_where_compute(dtype, tokens, hidden, expected, actual, strict_nan, "token",
+        golden_where_compute(dtype, tokens, hidden, expected, actual, strict_nan, row_noun,
                              r->ranges) != 0 ||
         !(r->where = golden_strdup_printf("%s", r->ranges->text ? r->ranges->text : ""))) {
         golden_compare_free(r);
@@ -184,12 +194,16 @@ void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_re
     fprintf(f, ", max distance %" PRIu64 " ulp\n", r->max_ulp);
     for (size_t i = 0; i < r->first_count; i++) {
         const golden_diff *d = &r->first[i];
+        /* A result filled by hand (memset, no nouns) reads as before. */
+        const char *row = r->row_noun ? r->row_noun : "token";
+        const char *column = r->row_noun ? r->column_noun : "column";
+        fprintf(f, "%s  %s %" PRId64, indent, row, d->token);
+        if (column)
+            fprintf(f, ", %s %" PRId64, column, d->column);
         fprintf(f,
-                "%s  token %" PRId64 ", column %" PRId64 ": expected 0x%0*" PRIx32
-                " (%.9g), actual 0x%0*" PRIx32 " (%.9g)\n",
-                indent, d->token, d->column, width, d->expected,
-                (double)golden_bits_value(dtype, d->expected), width, d->actual,
-                (double)golden_bits_value(dtype, d->actual));
+                ": expected 0x%0*" PRIx32 " (%.9g), actual 0x%0*" PRIx32 " (%.9g)\n",
+                width, d->expected, (double)golden_bits_value(dtype, d->expected), width,
+                d->actual, (double)golden_bits_value(dtype, d->actual));
     }
     if (r->differing > r->first_count)
         fprintf(f, "%s  ... %" PRIu64 " more\n", indent, r->differing - r->first_count);

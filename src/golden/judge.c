@@ -224,6 +224,23 @@ static int diagnose(const golden_case *c, const void *actual, bool strict_nan,
     return 0;
 }
 
+/* What an output's rows and columns are, for the report: the permuted
+ * tensors' rows are rows (a token's copy for one expert), sorted_indices
+ * and probs_grad's columns are slots. */
+static void nouns(const golden_tensor *t, const char **row, const char **column)
+{
+    *row = "token";
+    *column = "column";
+    if (strcmp(t->name, "sorted_indices") == 0) {
+        *row = "slot";
+        *column = NULL;
+    } else if (strcmp(t->name, "probs_grad") == 0) {
+        *column = "slot";
+    } else if (strncmp(t->name, "permuted_", 9) == 0) {
+        *row = "row";
+    }
+}
+
 int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
                  golden_judgement **out, char *err, size_t err_len)
 {
@@ -249,8 +266,10 @@ int golden_judge(const golden_case *c, void *const *actual, const golden_judge_o
         int64_t rows = t->ndim ? t->shape[0] : 1, cols = 1;
         for (uint64_t d = 1; d < t->ndim; d++)
             cols *= t->shape[d];
-        if (golden_compare(t->dtype, rows, cols, t->data, got, options->strict_nan,
-                           &o->compare) != 0) {
+        const char *row_noun, *column_noun;
+        nouns(t, &row_noun, &column_noun);
+        if (golden_compare_named(t->dtype, rows, cols, t->data, got, options->strict_nan,
+                                 row_noun, column_noun, &o->compare) != 0) {
             snprintf(err, err_len, "out of memory comparing %s", t->name);
             golden_judgement_free(j);
             return -1;
