@@ -2,7 +2,7 @@
 """Rebuilds golden cases with numpy from docs/golden-format.md alone.
 
 An independent implementation of the documented PRNG (counter-based
-SplitMix64), the routings, the normal / negzero / bits value kinds and the
+SplitMix64) and the routings (both in numpy_routing.py), the normal / negzero / bits value kinds and the
 arithmetic of MoeTokenPermuteGrad in docs/arithmetic.md (fp32 accumulator
 started from slot 0, k-order binary32 adds, dropped slots skipped, one RNE
 narrowing), checked against the committed files bit for bit (NaN-aware for
@@ -26,60 +26,7 @@ except ImportError:
     sys.exit(77)
 
 np.seterr(over="ignore", invalid="ignore")
-U = np.uint64
-G = U(0x9E3779B97F4A7C15)
-
-
-def mix64(z):
-    z = (z ^ (z >> U(30))) * U(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> U(27))) * U(0x94D049BB133111EB)
-    return z ^ (z >> U(31))
-
-
-def draw(key, n):
-    return mix64(U(key) + (np.asarray(n, dtype=U) + U(1)) * G)
-
-
-def stream_key(seed, s):
-    return int(draw(U(seed), U(s)))
-
-
-def below(d, b):
-    return int(((int(d) >> 32) * b) >> 32)
-
-
-def routing(m, recipe):
-    T, K, seed = m["tokens_num"], m["top_k"], m["seed"]
-    n = T * K
-    kind = recipe["routing"]
-    if kind == "identity":
-        return np.arange(n, dtype=np.int32)
-    if kind == "reverse":
-        return np.arange(n - 1, -1, -1, dtype=np.int32)
-    if kind == "random":
-        key = stream_key(seed, 2)
-        idx = list(range(n))
-        ds = draw(key, np.arange(n, dtype=U)) if n else []
-        for i in range(n - 1, 0, -1):
-            j = below(ds[i], i + 1)
-            idx[i], idx[j] = idx[j], idx[i]
-        return np.array(idx, dtype=np.int32)
-    E, P = recipe["num_experts"], recipe["hot_percent"]
-    hot = max(1, E // 8)
-    key = stream_key(seed, 1)
-    ids = np.empty(n, dtype=np.int64)
-    for t in range(T):
-        tk = int(draw(key, t))
-        chosen, a = [], 0
-        while len(chosen) < K:
-            d = int(draw(tk, a))
-            a += 1
-            is_hot = (((d & 0xFFFFFFFF) * 100) >> 32) < P
-            e = below(d, hot if is_hot else E)
-            if e not in chosen:
-                chosen.append(e)
-        ids[t * K:(t + 1) * K] = chosen
-    return np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int32)
+from numpy_routing import U, draw, sorted_indices, stream_key  # noqa: E402
 
 
 def to_bf16_bits(f32):
@@ -185,7 +132,7 @@ def check(case_dir):
     if T * K * H > 4_000_000:
         return None
     raw = np.uint32 if dtype == "float32" else np.uint16
-    idx = routing(m, recipe)
+    idx = sorted_indices(m["tokens_num"], m["top_k"], m["seed"], recipe)
     file_idx = np.fromfile(os.path.join(case_dir, m["files"]["sorted_indices"]), dtype="<i4")
     if not np.array_equal(idx, file_idx):
         return "sorted_indices differ"
