@@ -42,7 +42,7 @@ static void store(moeperm_dtype dtype, void *data, size_t i, float value)
 }
 
 /* The kernel under test: out[t, h] = sum over k of grad[idx[t*K + k], h]. */
-static void my_kernel(const golden_tensor *grad, const golden_tensor *indices, int64_t top_k,
+static void my_kernel(const moeperm_golden_tensor *grad, const moeperm_golden_tensor *indices, int64_t top_k,
                       bool round_each_add, void *out)
 {
     int64_t rows = grad->shape[0], hidden = grad->shape[1];
@@ -76,49 +76,49 @@ int main(int argc, char **argv)
     char err[1024];
     char **dirs;
     size_t count;
-    if (golden_find_cases(argv[argc - 1], &dirs, &count, err, sizeof err) != 0) {
+    if (moeperm_golden_find_cases(argv[argc - 1], &dirs, &count, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
     int status = 0;
     size_t judged = 0;
     for (size_t i = 0; i < count; i++) {
-        golden_case c;
-        if (golden_case_read(dirs[i], GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
+        moeperm_golden_case c;
+        if (moeperm_golden_case_read(dirs[i], MOEPERM_GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             status = 2;
             continue;
         }
         if (c.op != MOEPERM_OP_PERMUTE_GRAD) { /* this kernel implements one operator */
-            golden_case_free(&c);
+            moeperm_golden_case_free(&c);
             continue;
         }
-        const golden_tensor *expected = golden_case_tensor_const(&c, "input_grad");
+        const moeperm_golden_tensor *expected = moeperm_golden_case_tensor_const(&c, "input_grad");
         void *out = calloc(1, expected->bytes ? expected->bytes : 1);
         if (!out) {
             fprintf(stderr, "out of memory\n");
             return 3;
         }
-        my_kernel(golden_case_tensor_const(&c, "permuted_output_grad"),
-                  golden_case_tensor_const(&c, "sorted_indices"), c.attrs.top_k, buggy, out);
+        my_kernel(moeperm_golden_case_tensor_const(&c, "permuted_output_grad"),
+                  moeperm_golden_case_tensor_const(&c, "sorted_indices"), c.attrs.top_k, buggy, out);
         /* The judgement: bits, statistics, and a diagnosis of what differs. */
-        golden_judge_options options = {.diagnose = true};
-        golden_judgement *j;
-        if (golden_judge(&c, &out, &options, &j, err, sizeof err) != 0) {
+        moeperm_golden_judge_options options = {.diagnose = true};
+        moeperm_golden_judgement *j;
+        if (moeperm_golden_judge(&c, &out, &options, &j, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return 3;
         }
-        bool same = golden_judgement_verdict(j) == GOLDEN_VERDICT_SAME;
+        bool same = moeperm_golden_judgement_verdict(j) == MOEPERM_GOLDEN_VERDICT_SAME;
         printf("%-8s %s\n", same ? "pass" : "MISMATCH", dirs[i]);
-        golden_judgement_report(stdout, j, "    ");
+        moeperm_golden_judgement_report(stdout, j, "    ");
         if (!same && status == 0)
             status = 1;
         judged++;
-        golden_judgement_free(j);
+        moeperm_golden_judgement_free(j);
         free(out);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
     }
-    golden_free_paths(dirs, count);
+    moeperm_golden_free_paths(dirs, count);
     printf("%zu MoeTokenPermuteGrad cases judged\n", judged);
     return judged == 0 && status == 0 ? 2 : status;
 }

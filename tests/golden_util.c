@@ -14,18 +14,18 @@
 
 #include <cmocka.h>
 
-golden_case generated_case(const golden_spec *spec, const char *command)
+moeperm_golden_case generated_case(const moeperm_golden_spec *spec, const char *command)
 {
-    golden_case c;
+    moeperm_golden_case c;
     char err[1024];
-    if (golden_generate(spec, command, &c, err, sizeof err) != 0)
+    if (moeperm_golden_generate(spec, command, &c, err, sizeof err) != 0)
         fail_msg("cannot generate %s: %s", spec->name, err);
     return c;
 }
 
-void *tensor_data(const golden_case *c, const char *name)
+void *tensor_data(const moeperm_golden_case *c, const char *name)
 {
-    const golden_tensor *t = golden_case_tensor_const(c, name);
+    const moeperm_golden_tensor *t = moeperm_golden_case_tensor_const(c, name);
     if (!t)
         fail_msg("the %s case has no tensor %s", moeperm_op_name(c->op), name);
     if (!t->data && t->bytes)
@@ -39,7 +39,7 @@ static void assert_same_string(const char *what, const char *a, const char *b)
         fail_msg("%s: \"%s\" against \"%s\"", what, a ? a : "(null)", b ? b : "(null)");
 }
 
-void assert_same_case(const golden_case *a, const golden_case *b)
+void assert_same_case(const moeperm_golden_case *a, const moeperm_golden_case *b)
 {
     assert_int_equal(a->op, b->op);
     assert_same_string("name", a->name, b->name);
@@ -57,7 +57,7 @@ void assert_same_case(const golden_case *a, const golden_case *b)
     assert_int_equal(a->attrs.vector_cores, b->attrs.vector_cores);
     assert_int_equal(a->tensor_count, b->tensor_count);
     for (size_t i = 0; i < a->tensor_count; i++) {
-        const golden_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        const moeperm_golden_tensor *x = &a->tensors[i], *y = &b->tensors[i];
         assert_string_equal(x->name, y->name);
         assert_int_equal(x->role, y->role);
         assert_int_equal(x->dtype, y->dtype);

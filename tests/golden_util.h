@@ -12,16 +12,16 @@
 
 #include <moeperm/golden.h>
 
-/* The case of spec, from golden_generate(), with command recorded. */
-golden_case generated_case(const golden_spec *spec, const char *command);
+/* The case of spec, from moeperm_golden_generate(), with command recorded. */
+moeperm_golden_case generated_case(const moeperm_golden_spec *spec, const char *command);
 
 /* The loaded data of c's tensor called name. */
-void *tensor_data(const golden_case *c, const char *name);
+void *tensor_data(const moeperm_golden_case *c, const char *name);
 
 /* Asserts that b holds what a holds: operator, names, seed, attributes and
  * every tensor's name, role, dtype, shape and (where both are loaded)
  * bytes. */
-void assert_same_case(const golden_case *a, const golden_case *b);
+void assert_same_case(const moeperm_golden_case *a, const moeperm_golden_case *b);
 
 /* Writes text to path, replacing it. */
 void write_text(const char *path, const char *text);

@@ -4,7 +4,7 @@
  * roles asked for, an existing case is replaced only when forced and only
  * when it is a case, an old case that cannot be removed is kept and
  * reported, a failed write leaves the earlier case and no temporary behind,
- * a case generated and written in stretches (golden_generate_write()) is
+ * a case generated and written in stretches (moeperm_golden_generate_write()) is
  * the case made whole and refusals leave nothing,
  * atomic file writes never leave a partial file, integers at and beyond 64
  * bits read as documented (format 2, and format 1 on a kept case of that
@@ -56,14 +56,14 @@ static int teardown(void **state)
 
 /* A small MoeTokenPermuteGrad case (rows -1: none dropped) whose name,
  * description and command need escaping in the manifest. */
-static golden_case make_case(uint64_t seed, int64_t rows)
+static moeperm_golden_case make_case(uint64_t seed, int64_t rows)
 {
-    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT16, 7, 3, 5);
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT16, 7, 3, 5);
     snprintf(s.name, sizeof s.name, "io \"quoted\"\tname");
     snprintf(s.description, sizeof s.description, "a description with \\ and \"quotes\"");
     s.num_rows = rows;
     s.seed = seed;
-    s.values = GOLDEN_VALUES_ROUNDING;
+    s.values = MOEPERM_GOLDEN_VALUES_ROUNDING;
     return generated_case(&s, "moeperm golden --out .. \"x\"");
 }
 
@@ -71,10 +71,10 @@ static void test_written_case_reads_back_identical(void **state)
 {
     (void)state;
     char err[512], path[512];
-    golden_case c = make_case(5, 17), back;
+    moeperm_golden_case c = make_case(5, 17), back;
     snprintf(path, sizeof path, "%s/a/b/case", root);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("%s", err);
     assert_same_case(&c, &back);
     /* The values the spec asked for, not only those the writer gave. */
@@ -84,8 +84,8 @@ static void test_written_case_reads_back_identical(void **state)
     assert_int_equal(back.attrs.top_k, 3);
     assert_false(back.attrs.padded_mode);
     assert_int_equal(back.seed, 5);
-    const golden_tensor *grad = golden_case_tensor_const(&back, "permuted_output_grad");
-    const golden_tensor *out = golden_case_tensor_const(&back, "input_grad");
+    const moeperm_golden_tensor *grad = moeperm_golden_case_tensor_const(&back, "permuted_output_grad");
+    const moeperm_golden_tensor *out = moeperm_golden_case_tensor_const(&back, "input_grad");
     assert_non_null(grad);
     assert_non_null(out);
     assert_int_equal(grad->dtype, MOEPERM_FLOAT16);
@@ -93,9 +93,9 @@ static void test_written_case_reads_back_identical(void **state)
     assert_int_equal(grad->shape[1], 5);
     assert_int_equal(out->shape[0], 7);
     assert_int_equal(out->shape[1], 5);
-    assert_int_equal(golden_case_tensor_const(&back, "sorted_indices")->shape[0], 21);
-    golden_case_free(&back);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_tensor_const(&back, "sorted_indices")->shape[0], 21);
+    moeperm_golden_case_free(&back);
+    moeperm_golden_case_free(&c);
 }
 
 /* Each operator's tensors (MoeTokenUnpermuteGrad's optional probs, its
@@ -109,7 +109,7 @@ static void test_every_operator_reads_back_identical(void **state)
                                      MOEPERM_OP_UNPERMUTE, MOEPERM_OP_UNPERMUTE_GRAD};
     char err[1024], path[512];
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        golden_spec s = golden_spec_default(ops[i], MOEPERM_BF16, 6, 2, 9);
+        moeperm_golden_spec s = moeperm_golden_spec_default(ops[i], MOEPERM_BF16, 6, 2, 9);
         snprintf(s.name, sizeof s.name, "op%zu", i);
         s.seed = 11 + i;
         if (ops[i] == MOEPERM_OP_PERMUTE) {
@@ -121,29 +121,29 @@ static void test_every_operator_reads_back_identical(void **state)
             s.ub_bytes = 65536;
             s.vector_cores = 3;
         }
-        golden_case c = generated_case(&s, NULL), back;
+        moeperm_golden_case c = generated_case(&s, NULL), back;
         snprintf(path, sizeof path, "%s/ops/%s", root, s.name);
-        assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-        if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+        assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+        if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
             fail_msg("%s: %s", moeperm_op_name(ops[i]), err);
         assert_same_case(&c, &back);
         assert_int_equal(back.op, ops[i]);
         size_t slots;
-        golden_op_slots(ops[i], &slots);
+        moeperm_golden_op_slots(ops[i], &slots);
         assert_int_equal(back.tensor_count, slots); /* the optional ones too */
         if (ops[i] == MOEPERM_OP_PERMUTE) {
             assert_int_equal(back.attrs.num_out_tokens, 7);
-            assert_int_equal(golden_case_tensor_const(&back, "indices")->dtype, MOEPERM_INT64);
+            assert_int_equal(moeperm_golden_case_tensor_const(&back, "indices")->dtype, MOEPERM_INT64);
         }
         if (ops[i] == MOEPERM_OP_UNPERMUTE_GRAD) {
             assert_int_equal(back.attrs.ub_bytes, 65536);
             assert_int_equal(back.attrs.vector_cores, 3);
-            assert_int_equal(golden_case_tensor_const(&back, "probs")->dtype, MOEPERM_FLOAT);
-            assert_int_equal(golden_case_tensor_const(&back, "probs_grad_exact")->dtype,
+            assert_int_equal(moeperm_golden_case_tensor_const(&back, "probs")->dtype, MOEPERM_FLOAT);
+            assert_int_equal(moeperm_golden_case_tensor_const(&back, "probs_grad_exact")->dtype,
                              MOEPERM_FLOAT64);
         }
-        golden_case_free(&back);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&back);
+        moeperm_golden_case_free(&c);
     }
 }
 
@@ -153,25 +153,25 @@ static void test_read_loads_only_the_roles_asked_for(void **state)
 {
     (void)state;
     char err[1024], path[512], file[600];
-    golden_case c = make_case(12, -1), back;
+    moeperm_golden_case c = make_case(12, -1), back;
     snprintf(path, sizeof path, "%s/load", root);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    static const unsigned loads[] = {GOLDEN_LOAD_NONE, GOLDEN_LOAD_INPUTS, GOLDEN_LOAD_OUTPUTS,
-                                     GOLDEN_LOAD_ALL};
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    static const unsigned loads[] = {MOEPERM_GOLDEN_LOAD_NONE, MOEPERM_GOLDEN_LOAD_INPUTS, MOEPERM_GOLDEN_LOAD_OUTPUTS,
+                                     MOEPERM_GOLDEN_LOAD_ALL};
     for (size_t l = 0; l < 4; l++) {
-        if (golden_case_read(path, loads[l], &back, err, sizeof err) != 0)
+        if (moeperm_golden_case_read(path, loads[l], &back, err, sizeof err) != 0)
             fail_msg("load %u: %s", loads[l], err);
         for (size_t i = 0; i < back.tensor_count; i++) {
-            const golden_tensor *t = &back.tensors[i];
-            bool want = t->role == GOLDEN_ROLE_INPUT ? (loads[l] & GOLDEN_LOAD_INPUTS) != 0
-                                                     : (loads[l] & GOLDEN_LOAD_OUTPUTS) != 0;
+            const moeperm_golden_tensor *t = &back.tensors[i];
+            bool want = t->role == MOEPERM_GOLDEN_ROLE_INPUT ? (loads[l] & MOEPERM_GOLDEN_LOAD_INPUTS) != 0
+                                                     : (loads[l] & MOEPERM_GOLDEN_LOAD_OUTPUTS) != 0;
             if ((t->data != NULL) != want)
                 fail_msg("load %u: %s is %sloaded", loads[l], t->name, t->data ? "" : "not ");
             assert_non_null(t->path);
             if (want)
                 assert_memory_equal(t->data, tensor_data(&c, t->name), t->bytes);
         }
-        golden_case_free(&back);
+        moeperm_golden_case_free(&back);
     }
     /* A golden output that lies is refused even when only inputs are kept;
      * the manifest alone does not look at the files. */
@@ -180,48 +180,48 @@ static void test_read_loads_only_the_roles_asked_for(void **state)
     bytes[0] ^= 1;
     FILE *f = fopen(file, "wb");
     assert_non_null(f);
-    assert_int_equal(fwrite(bytes, 1, golden_case_tensor(&c, "input_grad")->bytes, f),
-                     golden_case_tensor(&c, "input_grad")->bytes);
+    assert_int_equal(fwrite(bytes, 1, moeperm_golden_case_tensor(&c, "input_grad")->bytes, f),
+                     moeperm_golden_case_tensor(&c, "input_grad")->bytes);
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_INPUTS, &back, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_INPUTS, &back, err, sizeof err), -1);
     if (!strstr(err, "tensors.input_grad.sha256 is "))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(back.tensor_count, 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_NONE, &back, err, sizeof err), 0);
-    golden_case_free(&back);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_NONE, &back, err, sizeof err), 0);
+    moeperm_golden_case_free(&back);
+    moeperm_golden_case_free(&c);
 }
 
 static void test_existing_case_is_replaced_only_when_forced(void **state)
 {
     (void)state;
     char err[512], path[1100], parent[512];
-    golden_case first = make_case(1, -1), second = make_case(2, -1), back;
+    moeperm_golden_case first = make_case(1, -1), second = make_case(2, -1), back;
     snprintf(parent, sizeof parent, "%s/force", root);
     snprintf(path, sizeof path, "%s/case", parent);
-    assert_int_equal(golden_case_write(path, &first, false, err, sizeof err), 0);
-    assert_int_equal(golden_case_write(path, &second, false, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &first, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &second, false, err, sizeof err), -1);
     assert_non_null(strstr(err, "already exists"));
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
     assert_int_equal(back.seed, 1);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
 
-    assert_int_equal(golden_case_write(path, &second, true, err, sizeof err), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &second, true, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
     assert_int_equal(back.seed, 2);
     assert_same_case(&second, &back);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
     /* Nothing but the case is left in the parent: no .tmp or .old. */
     assert_int_equal(dir_entries(parent), 1);
-    golden_case_free(&first);
-    golden_case_free(&second);
+    moeperm_golden_case_free(&first);
+    moeperm_golden_case_free(&second);
 }
 
 static void test_failed_write_leaves_earlier_outputs(void **state)
 {
     (void)state;
     char err[512], path[1100], blocker[512];
-    golden_case c = make_case(3, -1);
+    moeperm_golden_case c = make_case(3, -1);
     /* The parent is a file: the write fails before anything is created. */
     snprintf(blocker, sizeof blocker, "%s/blocker", root);
     FILE *f = fopen(blocker, "w");
@@ -229,28 +229,28 @@ static void test_failed_write_leaves_earlier_outputs(void **state)
     fputs("keep me", f);
     fclose(f);
     snprintf(path, sizeof path, "%s/case", blocker);
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), -1);
     assert_true(strlen(err) > 0);
 
     /* An atomic file write into a missing directory fails and leaves the
      * earlier file untouched. */
     snprintf(path, sizeof path, "%s/out.bin", root);
-    assert_int_equal(golden_write_file_atomic(path, "old", 3, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_write_file_atomic(path, "old", 3, err, sizeof err), 0);
     char bad[1100];
     snprintf(bad, sizeof bad, "%s/missing/out.bin", root);
-    assert_int_equal(golden_write_file_atomic(bad, "new", 3, err, sizeof err), -1);
-    assert_int_equal(golden_write_file_atomic(path, "newer", 5, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_write_file_atomic(bad, "new", 3, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_write_file_atomic(path, "newer", 5, err, sizeof err), 0);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 5);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
 }
 
-/* golden_generate_write() hands each tensor to the writer's threads in
+/* moeperm_golden_generate_write() hands each tensor to the writer's threads in
  * stretches while the rest is made; its case must be the one made whole
- * and written by golden_case_write(): the same manifest text (hashes
+ * and written by moeperm_golden_case_write(): the same manifest text (hashes
  * included) and the same files, which read back (each checked against its
- * sha256 by the reader's own hashing) as golden_generate()'s case.  Shapes
+ * sha256 by the reader's own hashing) as moeperm_golden_generate()'s case.  Shapes
  * of many stretches and several write pieces, dropped rows, the vector
  * kinds (normal in bf16 and fp16) and the element-by-element ones, for
  * every operator. */
@@ -260,17 +260,17 @@ static void test_streamed_case_is_the_case_made_whole(void **state)
     static const struct {
         moeperm_op op;
         moeperm_dtype dtype;
-        golden_values values;
+        moeperm_golden_values values;
     } cases[] = {
-        {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, GOLDEN_VALUES_NORMAL},
-        {MOEPERM_OP_PERMUTE, MOEPERM_FLOAT16, GOLDEN_VALUES_NORMAL},
-        {MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, GOLDEN_VALUES_NAN_INF},
-        {MOEPERM_OP_UNPERMUTE_GRAD, MOEPERM_FLOAT16, GOLDEN_VALUES_MASKING},
+        {MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, MOEPERM_GOLDEN_VALUES_NORMAL},
+        {MOEPERM_OP_PERMUTE, MOEPERM_FLOAT16, MOEPERM_GOLDEN_VALUES_NORMAL},
+        {MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, MOEPERM_GOLDEN_VALUES_NAN_INF},
+        {MOEPERM_OP_UNPERMUTE_GRAD, MOEPERM_FLOAT16, MOEPERM_GOLDEN_VALUES_MASKING},
     };
     char err[1024], streamed[512], whole[512];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* 256 slots of 20001 columns: 5 to 10 MiB in each large tensor. */
-        golden_spec s = golden_spec_default(cases[i].op, cases[i].dtype, 64, 4, 20001);
+        moeperm_golden_spec s = moeperm_golden_spec_default(cases[i].op, cases[i].dtype, 64, 4, 20001);
         s.values = cases[i].values;
         s.probs_values = cases[i].values;
         if (cases[i].op != MOEPERM_OP_PERMUTE)
@@ -279,10 +279,10 @@ static void test_streamed_case_is_the_case_made_whole(void **state)
         snprintf(s.name, sizeof s.name, "stream%zu", i);
         snprintf(streamed, sizeof streamed, "%s/stream/%s", root, s.name);
         snprintf(whole, sizeof whole, "%s/whole/%s", root, s.name);
-        if (golden_generate_write(&s, "cmd", streamed, false, err, sizeof err) != 0)
+        if (moeperm_golden_generate_write(&s, "cmd", streamed, false, err, sizeof err) != 0)
             fail_msg("%s: %s", moeperm_op_name(cases[i].op), err);
-        golden_case c = generated_case(&s, "cmd"), back;
-        assert_int_equal(golden_case_write(whole, &c, false, err, sizeof err), 0);
+        moeperm_golden_case c = generated_case(&s, "cmd"), back;
+        assert_int_equal(moeperm_golden_case_write(whole, &c, false, err, sizeof err), 0);
 
         char manifest[600];
         snprintf(manifest, sizeof manifest, "%s/case.json", streamed);
@@ -290,40 +290,40 @@ static void test_streamed_case_is_the_case_made_whole(void **state)
         snprintf(manifest, sizeof manifest, "%s/case.json", whole);
         char *whole_text = read_text(manifest);
         assert_string_equal(streamed_text, whole_text);
-        if (golden_case_read(streamed, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+        if (moeperm_golden_case_read(streamed, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
             fail_msg("%s: %s", moeperm_op_name(cases[i].op), err);
         assert_same_case(&c, &back);
         free(streamed_text);
         free(whole_text);
-        golden_case_free(&back);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&back);
+        moeperm_golden_case_free(&c);
     }
 }
 
-/* golden_generate_write() checks the path before it makes anything, and a
+/* moeperm_golden_generate_write() checks the path before it makes anything, and a
  * refusal leaves nothing behind: an existing case without force (-1, the
  * case unchanged), a spec refused (-2, no directory). */
 static void test_streamed_write_refusals_leave_nothing(void **state)
 {
     (void)state;
     char err[512], parent[512], path[600];
-    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 5, 2, 7);
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 5, 2, 7);
     snprintf(s.name, sizeof s.name, "c");
     snprintf(parent, sizeof parent, "%s/refusals", root);
     snprintf(path, sizeof path, "%s/c", parent);
-    assert_int_equal(golden_generate_write(&s, NULL, path, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_generate_write(&s, NULL, path, false, err, sizeof err), 0);
 
     s.seed = 2;
-    assert_int_equal(golden_generate_write(&s, NULL, path, false, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_generate_write(&s, NULL, path, false, err, sizeof err), -1);
     assert_non_null(strstr(err, "already exists"));
-    golden_case back;
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
-    assert_int_equal(back.seed, GOLDEN_DEFAULT_SEED);
-    golden_case_free(&back);
+    moeperm_golden_case back;
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
+    assert_int_equal(back.seed, MOEPERM_GOLDEN_DEFAULT_SEED);
+    moeperm_golden_case_free(&back);
 
     s.top_k = 0;
     snprintf(path, sizeof path, "%s/d", parent);
-    assert_int_equal(golden_generate_write(&s, NULL, path, true, err, sizeof err), -2);
+    assert_int_equal(moeperm_golden_generate_write(&s, NULL, path, true, err, sizeof err), -2);
     assert_non_null(strstr(err, "top_k"));
     /* The first case alone: no d, no temporaries. */
     assert_int_equal(dir_entries(parent), 1);
@@ -337,23 +337,23 @@ static void test_fifo_in_place_of_a_file_is_refused_without_hanging(void **state
 {
     (void)state;
     char err[1024], path[512], file[600];
-    golden_case c = make_case(9, -1), back;
+    moeperm_golden_case c = make_case(9, -1), back;
     snprintf(path, sizeof path, "%s/fifo-case", root);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
 
     alarm(20);
     snprintf(file, sizeof file, "%s/sorted_indices.bin", path);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(mkfifo(file, 0600), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "sorted_indices.bin is not a regular file"))
         fail_msg("unexpected message: %s", err);
 
     snprintf(file, sizeof file, "%s/case.json", path);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(mkfifo(file, 0600), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "case.json is not a regular file"))
         fail_msg("unexpected message: %s", err);
 
@@ -368,16 +368,16 @@ static void test_find_cases_is_sorted_and_skips_dot_directories(void **state)
 {
     (void)state;
     char err[512], dir[512];
-    golden_case c = make_case(4, -1);
+    moeperm_golden_case c = make_case(4, -1);
     const char *names[] = {"find/z/c2", "find/a/c1", "find/m", "find/a/c0", "find/.tmp/c9"};
     for (size_t i = 0; i < 5; i++) {
         snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
-        assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
+        assert_int_equal(moeperm_golden_case_write(dir, &c, false, err, sizeof err), 0);
     }
     snprintf(dir, sizeof dir, "%s/find/", root);
     char **found;
     size_t count;
-    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_find_cases(dir, &found, &count, err, sizeof err), 0);
     assert_int_equal(count, 4);
     const char *want[] = {"find/a/c0", "find/a/c1", "find/m", "find/z/c2"};
     for (size_t i = 0; i < 4; i++) {
@@ -385,10 +385,10 @@ static void test_find_cases_is_sorted_and_skips_dot_directories(void **state)
         snprintf(expected, sizeof expected, "%s/%s", root, want[i]);
         assert_string_equal(found[i], expected);
     }
-    golden_free_paths(found, count);
+    moeperm_golden_free_paths(found, count);
     snprintf(dir, sizeof dir, "%s/nothing-here", root);
-    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), -1);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_find_cases(dir, &found, &count, err, sizeof err), -1);
+    moeperm_golden_case_free(&c);
 }
 
 /* The name of the first entry of dir that starts with prefix, or "". */
@@ -413,7 +413,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
 {
     (void)state;
     char err[1024], parent[512], path[600], file[700];
-    golden_case c = make_case(6, -1);
+    moeperm_golden_case c = make_case(6, -1);
     struct stat st;
     snprintf(parent, sizeof parent, "%s/notcase", root);
     snprintf(path, sizeof path, "%s/results", parent);
@@ -421,7 +421,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     assert_int_equal(golden_mkdirs(file, err, sizeof err), 0);
     snprintf(file, sizeof file, "%s/notes.txt", path);
     write_text(file, "keep me");
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), -1);
     /* "deep" sorts before "notes.txt": the first in byte order is named,
      * whatever order readdir gives. */
     if (!strstr(err, path) || !strstr(err, "\"deep\""))
@@ -437,10 +437,10 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
 
     /* A case plus one extra file is not a case either. */
     snprintf(path, sizeof path, "%s/extra", parent);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
     snprintf(file, sizeof file, "%s/zz-notes.txt", path);
     write_text(file, "mine");
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "\"zz-notes.txt\""))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(dir_entries(path), 5);
@@ -448,22 +448,22 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     /* A case file's name on a directory: removing it would take its
      * contents along. */
     snprintf(path, sizeof path, "%s/dirname", parent);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
     snprintf(file, sizeof file, "%s/input_grad.bin", path);
     assert_int_equal(unlink(file), 0);
     snprintf(file, sizeof file, "%s/input_grad.bin/inner", path);
     assert_int_equal(golden_mkdirs(file, err, sizeof err), 0);
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "\"input_grad.bin\", which is not a regular file"))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(stat(file, &st), 0);
 
     /* Case files without a case.json. */
     snprintf(path, sizeof path, "%s/nomanifest", parent);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
     snprintf(file, sizeof file, "%s/case.json", path);
     assert_int_equal(unlink(file), 0);
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "no case.json"))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(dir_entries(path), 3);
@@ -473,7 +473,7 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     snprintf(path, sizeof path, "%s/extra", parent);
     snprintf(link_path, sizeof link_path, "%s/link", parent);
     assert_int_equal(symlink(path, link_path), 0);
-    assert_int_equal(golden_case_write(link_path, &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(link_path, &c, true, err, sizeof err), -1);
     if (!strstr(err, "symbolic link"))
         fail_msg("unexpected message: %s", err);
     assert_int_equal(lstat(link_path, &st), 0);
@@ -482,9 +482,9 @@ static void test_force_refuses_a_directory_that_is_not_a_case(void **state)
     /* An empty directory holds nothing to lose: it is replaced. */
     snprintf(path, sizeof path, "%s/empty", parent);
     assert_int_equal(mkdir(path, 0777), 0);
-    assert_int_equal(golden_case_write(path, &c, true, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &c, true, err, sizeof err), 0);
     assert_int_equal(dir_entries(path), 4);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
 }
 
 /* What the child of the test below found. */
@@ -503,7 +503,7 @@ typedef struct keep_result {
 static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **state)
 {
     (void)state;
-    golden_case first = make_case(1, -1), second = make_case(2, -1);
+    moeperm_golden_case first = make_case(1, -1), second = make_case(2, -1);
     keep_result res;
     int fds[2];
     memset(&res, 0, sizeof res);
@@ -516,25 +516,25 @@ static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **sta
          * child into the parent's test runner. */
         char dir[] = "/tmp/moeperm-test-keep-XXXXXX";
         char path[600], parked[600], name[256], err[512];
-        golden_case back;
+        moeperm_golden_case back;
         close(fds[0]);
         if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             res.dropped = 1;
         if (!res.dropped && mkdtemp(dir)) {
             snprintf(path, sizeof path, "%s/c", dir);
-            if (golden_case_write(path, &first, false, err, sizeof err) == 0 &&
+            if (moeperm_golden_case_write(path, &first, false, err, sizeof err) == 0 &&
                 chmod(path, 0555) == 0) {
-                res.rc = golden_case_write(path, &second, true, res.err, sizeof res.err);
-                if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
+                res.rc = moeperm_golden_case_write(path, &second, true, res.err, sizeof res.err);
+                if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
                     res.new_seed_ok = back.seed == 2;
-                    golden_case_free(&back);
+                    moeperm_golden_case_free(&back);
                 }
                 find_entry(dir, ".c.", name, sizeof name);
                 snprintf(parked, sizeof parked, "%s/%s", dir, name);
                 if (name[0] && strstr(res.err, parked) &&
-                    golden_case_read(parked, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
+                    moeperm_golden_case_read(parked, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
                     res.old_seed_ok = back.seed == 1;
-                    golden_case_free(&back);
+                    moeperm_golden_case_free(&back);
                 }
                 chmod(parked, 0755);
                 chmod(path, 0755);
@@ -559,76 +559,76 @@ static void test_old_case_that_cannot_be_removed_is_kept_and_reported(void **sta
                  res.new_seed_ok ? "in place" : "missing",
                  res.old_seed_ok ? "kept" : "lost or not named", res.err);
     assert_non_null(strstr(res.err, "could not be removed"));
-    golden_case_free(&first);
-    golden_case_free(&second);
+    moeperm_golden_case_free(&first);
+    moeperm_golden_case_free(&second);
 }
 
 /* "" once read "/case.json"; "dir/" printed "dir//case.json". */
 /* The removal of a replaced case: a directory holding anything besides the
  * case's files (a file that appeared in the parked case) is left whole,
- * case files included, so what golden_case_write() reports as kept is
+ * case files included, so what moeperm_golden_case_write() reports as kept is
  * kept; a plain case directory goes entirely. */
 static void test_case_removal_leaves_a_directory_with_other_files_whole(void **state)
 {
     (void)state;
     char err[1024], path[512], file[600];
-    golden_case c = make_case(3, -1);
+    moeperm_golden_case c = make_case(3, -1);
     snprintf(path, sizeof path, "%s/removal", root);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
     snprintf(file, sizeof file, "%s/notes.txt", path);
     write_text(file, "keep me");
     errno = 0;
     assert_int_equal(golden_remove_case_dir(path), -1);
     assert_int_equal(errno, ENOTEMPTY);
-    golden_case back;
-    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+    moeperm_golden_case back;
+    if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the case was touched: %s", err);
     assert_same_case(&c, &back);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
     assert_int_equal(unlink(file), 0);
     assert_int_equal(golden_remove_case_dir(path), 0);
     struct stat st;
     assert_int_equal(lstat(path, &st), -1);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
 }
 
 static void test_empty_case_directory_is_refused_and_slashes_are_not_doubled(void **state)
 {
     (void)state;
     char err[1024], path[512], file[600];
-    golden_case c = make_case(7, -1), back;
+    moeperm_golden_case c = make_case(7, -1), back;
     strcpy(err, "");
-    assert_int_equal(golden_case_read("", GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_read("", MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "empty string"))
         fail_msg("unexpected message: %s", err);
-    assert_int_equal(golden_case_write("", &c, true, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write("", &c, true, err, sizeof err), -1);
     if (!strstr(err, "empty string"))
         fail_msg("unexpected message: %s", err);
 
     snprintf(path, sizeof path, "%s/slash/c1/", root);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
-    golden_case_free(&back);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), 0);
+    moeperm_golden_case_free(&back);
     snprintf(file, sizeof file, "%ssorted_indices.bin", path);
     assert_int_equal(unlink(file), 0);
-    assert_int_equal(golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err), -1);
     if (!strstr(err, "c1/case.json: ") || !strstr(err, "c1/sorted_indices.bin") ||
         strstr(err, "//"))
         fail_msg("unexpected message: %s", err);
     /* The slash named the case, not a directory inside it. */
     snprintf(file, sizeof file, "%s/slash", root);
     assert_int_equal(dir_entries(file), 1);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
 }
 
 /* Reads the case at path, which must be refused with a message holding
  * want (and, when not NULL, not holding unwanted). */
 static void expect_refused(const char *path, const char *want, const char *unwanted)
 {
-    golden_case back;
+    moeperm_golden_case back;
     char err[1024];
-    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
-        golden_case_free(&back);
+    if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
+        moeperm_golden_case_free(&back);
         fail_msg("%s was read; expected a refusal with \"%s\"", path, want);
     }
     if (!strstr(err, want) || (unwanted && strstr(err, unwanted)))
@@ -644,18 +644,18 @@ static void test_integers_at_and_beyond_64_bits(void **state)
 {
     (void)state;
     char err[1024], path[512], manifest[600], field[96];
-    golden_case c = make_case(5, -1), back;
+    moeperm_golden_case c = make_case(5, -1), back;
     snprintf(path, sizeof path, "%s/big", root);
     snprintf(manifest, sizeof manifest, "%s/case.json", path);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
     char *orig = read_text(manifest);
 
     edit_text(manifest, "\"seed\": 5,", "\"seed\": 18446744073709551615,");
-    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+    if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the largest seed was refused: %s", err);
     assert_true(back.seed == UINT64_MAX);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
 
     static const char *const too_big[] = {"18446744073709551615",
                                           "100000000000000000000000000000"};
@@ -682,13 +682,13 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     free(orig);
 
     /* The signed attribute, on its negative side: json-c's INT64_MIN. */
-    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE, MOEPERM_BF16, 4, 2, 3);
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE, MOEPERM_BF16, 4, 2, 3);
     snprintf(s.name, sizeof s.name, "permute");
     c = generated_case(&s, NULL);
     snprintf(path, sizeof path, "%s/big-permute", root);
     snprintf(manifest, sizeof manifest, "%s/case.json", path);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
     edit_text(manifest, "\"num_out_tokens\": 0,",
               "\"num_out_tokens\": -100000000000000000000000000000,");
     expect_refused(path, "attrs.num_out_tokens is -9223372036854775808, below the "
@@ -701,10 +701,10 @@ static void test_integers_at_and_beyond_64_bits(void **state)
     snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && chmod -R u+w '%s'", GOLDEN_V1_CASE, path,
              path);
     assert_int_equal(system(cmd), 0);
-    if (golden_case_read(path, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+    if (moeperm_golden_case_read(path, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the format-1 case was refused: %s", err);
     assert_int_equal(back.format_version, 1);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
     orig = read_text(manifest);
     for (size_t i = 0; i < 2; i++) {
         write_text(manifest, orig);
@@ -734,12 +734,12 @@ static void test_find_cases_follows_links_once_and_ends_loops(void **state)
 {
     (void)state;
     char err[512], dir[600], target[600];
-    golden_case c = make_case(8, -1);
+    moeperm_golden_case c = make_case(8, -1);
     snprintf(dir, sizeof dir, "%s/links/a/c0", root);
-    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_case_write(dir, &c, false, err, sizeof err), 0);
     snprintf(dir, sizeof dir, "%s/outside/c9", root);
-    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(dir, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
     static const char *const links[][2] = {
         {"links/b", "a"},       {"links/loop", "."},
         {"links/z", "../outside"}, {"links/dangling", "nowhere"},
@@ -755,7 +755,7 @@ static void test_find_cases_follows_links_once_and_ends_loops(void **state)
     snprintf(dir, sizeof dir, "%s/links", root);
     char **found;
     size_t count;
-    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_find_cases(dir, &found, &count, err, sizeof err), 0);
     const char *want[] = {"links/a/c0", "links/m", "links/z/c9"};
     if (count != 3)
         fail_msg("%zu cases found, expected 3 (first: %s)", count, count ? found[0] : "none");
@@ -764,7 +764,7 @@ static void test_find_cases_follows_links_once_and_ends_loops(void **state)
         snprintf(expected, sizeof expected, "%s/%s", root, want[i]);
         assert_string_equal(found[i], expected);
     }
-    golden_free_paths(found, count);
+    moeperm_golden_free_paths(found, count);
 }
 
 /* What the child of a test run as nobody found. */
@@ -846,10 +846,10 @@ static void find_in_unreadable_trees(child_result *res)
             if (symlink("sub2", res->path[i]) != 0 || symlink("sub", path) != 0)
                 snprintf(res->err[i], sizeof res->err[i], "cannot make the loop");
         }
-        res->rc[i] = golden_find_cases(tree, &found, &count, res->err[i], sizeof res->err[i]);
+        res->rc[i] = moeperm_golden_find_cases(tree, &found, &count, res->err[i], sizeof res->err[i]);
         if (res->rc[i] == 0)
             snprintf(res->err[i], sizeof res->err[i], "%zu cases found", count);
-        golden_free_paths(found, count);
+        moeperm_golden_free_paths(found, count);
         snprintf(path, sizeof path, "%s/sub", tree);
         chmod(path, 0755);
     }
@@ -897,10 +897,10 @@ static void test_find_cases_fails_beyond_path_max(void **state)
 {
     (void)state;
     char err[2048], dir[600], name[201];
-    golden_case c = make_case(4, -1);
+    moeperm_golden_case c = make_case(4, -1);
     snprintf(dir, sizeof dir, "%s/deep/a/c0", root);
-    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(dir, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
     memset(name, 'd', 200);
     name[200] = '\0';
     snprintf(dir, sizeof dir, "%s/deep", root);
@@ -922,8 +922,8 @@ static void test_find_cases_fails_beyond_path_max(void **state)
 
     char **found = NULL;
     size_t count = 0;
-    int rc = golden_find_cases(dir, &found, &count, err, sizeof err);
-    golden_free_paths(found, count);
+    int rc = moeperm_golden_find_cases(dir, &found, &count, err, sizeof err);
+    moeperm_golden_free_paths(found, count);
     remove_at(top, name);
     close(top);
     if (rc != -1 || !strstr(err, "File name too long") || !strstr(err, "/deep/dddd") ||
@@ -946,10 +946,10 @@ static void test_find_cases_lists_a_dangling_manifest(void **state)
     snprintf(dir, sizeof dir, "%s/dangling", root);
     char **found = NULL;
     size_t count = 0;
-    assert_int_equal(golden_find_cases(dir, &found, &count, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_find_cases(dir, &found, &count, err, sizeof err), 0);
     assert_int_equal(count, 1);
     assert_non_null(strstr(found[0], "dangling/c1"));
-    golden_free_paths(found, count);
+    moeperm_golden_free_paths(found, count);
 }
 
 /* The last guard of every output: what is at the path when the rename
@@ -970,7 +970,7 @@ static void test_atomic_write_never_replaces_what_is_not_a_regular_file(void **s
     assert_int_equal(mkfifo(fifo, 0600), 0);
     const char *paths[] = {link_path, fifo, dir};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(golden_write_file_atomic(paths[i], "new", 3, err, sizeof err), -1);
+        assert_int_equal(moeperm_golden_write_file_atomic(paths[i], "new", 3, err, sizeof err), -1);
         if (!strstr(err, "no longer a regular file"))
             fail_msg("%s: unexpected message: %s", paths[i], err);
     }
@@ -990,11 +990,11 @@ static void test_case_name_too_long_for_its_temporary_is_refused_first(void **st
 {
     (void)state;
     char err[1024], path[800], name[250];
-    golden_case c = make_case(2, -1);
+    moeperm_golden_case c = make_case(2, -1);
     memset(name, 'n', 244);
     name[244] = '\0';
     snprintf(path, sizeof path, "%s/longname/%s", root, name);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), -1);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), -1);
     if (!strstr(err, "is 244 bytes") || !strstr(err, "temporary name adds"))
         fail_msg("unexpected message: %s", err);
     snprintf(path, sizeof path, "%s/longname", root);
@@ -1002,8 +1002,8 @@ static void test_case_name_too_long_for_its_temporary_is_refused_first(void **st
     assert_int_equal(lstat(path, &st), -1); /* not even the parent was made */
     name[243] = '\0';
     snprintf(path, sizeof path, "%s/longname/%s", root, name);
-    assert_int_equal(golden_case_write(path, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(path, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
 }
 
 int main(void)

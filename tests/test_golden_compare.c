@@ -25,9 +25,9 @@
 #define TOKENS 64
 #define HIDDEN 40
 
-static golden_case make_case(moeperm_dtype dtype)
+static moeperm_golden_case make_case(moeperm_dtype dtype)
 {
-    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, dtype, TOKENS, 4, HIDDEN);
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, dtype, TOKENS, 4, HIDDEN);
     snprintf(s.name, sizeof s.name, "compare");
     s.seed = 99;
     return generated_case(&s, NULL);
@@ -46,8 +46,8 @@ static void test_one_flipped_bit_is_located_by_token_and_column(void **state)
     static const moeperm_dtype dtypes[] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
     uint64_t rng = 12345;
     for (int d = 0; d < 3; d++) {
-        golden_case c = make_case(dtypes[d]);
-        const golden_tensor *out = golden_case_tensor_const(&c, "input_grad");
+        moeperm_golden_case c = make_case(dtypes[d]);
+        const moeperm_golden_tensor *out = moeperm_golden_case_tensor_const(&c, "input_grad");
         size_t bytes = out->bytes;
         void *actual = malloc(bytes);
         assert_non_null(actual);
@@ -57,8 +57,8 @@ static void test_one_flipped_bit_is_located_by_token_and_column(void **state)
             /* Mantissa bit 0: never turns a number into a NaN. */
             memcpy(actual, out->data, bytes);
             flip(out->dtype, actual, t, h, 0);
-            golden_compare_result r;
-            assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual,
+            moeperm_golden_compare_result r;
+            assert_int_equal(moeperm_golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual,
                                             false, &r), 0);
             assert_int_equal(r.differing, 1);
             assert_int_equal(r.max_ulp, 1);
@@ -69,21 +69,21 @@ static void test_one_flipped_bit_is_located_by_token_and_column(void **state)
             char where[64];
             snprintf(where, sizeof where, "token %lld: column %lld", (long long)t, (long long)h);
             assert_string_equal(r.where, where);
-            golden_compare_free(&r);
+            moeperm_golden_compare_free(&r);
         }
         free(actual);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
     }
 }
 
 static void test_ranges_are_summarised(void **state)
 {
     (void)state;
-    golden_case c = make_case(MOEPERM_BF16);
-    const golden_tensor *out = golden_case_tensor_const(&c, "input_grad");
+    moeperm_golden_case c = make_case(MOEPERM_BF16);
+    const moeperm_golden_tensor *out = moeperm_golden_case_tensor_const(&c, "input_grad");
     size_t bytes = out->bytes;
     void *actual = malloc(bytes);
-    golden_compare_result r;
+    moeperm_golden_compare_result r;
     assert_non_null(actual);
 
     /* A chunk edge gone wrong: the same columns of every token. */
@@ -91,21 +91,21 @@ static void test_ranges_are_summarised(void **state)
     for (int64_t t = 0; t < TOKENS; t++)
         for (int64_t h = 13; h <= 20; h++)
             flip(out->dtype, actual, t, h, 1);
-    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
+    assert_int_equal(moeperm_golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_int_equal(r.differing, TOKENS * 8);
     assert_string_equal(r.where, "columns 13-20 of every token");
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
 
     /* One core's tokens gone wrong: a token range, every column. */
     memcpy(actual, out->data, bytes);
     for (int64_t t = 40; t < TOKENS; t++)
         for (int64_t h = 0; h < HIDDEN; h++)
             flip(out->dtype, actual, t, h, 2);
-    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
+    assert_int_equal(moeperm_golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_string_equal(r.where, "tokens 40-63: all columns");
     assert_int_equal(r.first[0].token, 40);
     assert_int_equal(r.first[0].column, 0);
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
 
     /* A tail and a separate token. */
     memcpy(actual, out->data, bytes);
@@ -114,52 +114,52 @@ static void test_ranges_are_summarised(void **state)
         flip(out->dtype, actual, t, 39, 0);
     }
     flip(out->dtype, actual, 9, 0, 0);
-    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
+    assert_int_equal(moeperm_golden_compare(out->dtype, TOKENS, HIDDEN, out->data, actual, false, &r), 0);
     assert_string_equal(r.where, "tokens 2-5: columns 38-39; token 9: column 0");
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
 
     /* Equal outputs: nothing differs, no summary. */
-    assert_int_equal(golden_compare(out->dtype, TOKENS, HIDDEN, out->data, out->data, true,
+    assert_int_equal(moeperm_golden_compare(out->dtype, TOKENS, HIDDEN, out->data, out->data, true,
                                     &r), 0);
     assert_int_equal(r.differing, 0);
     assert_null(r.where);
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
     free(actual);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
 }
 
 static void test_ulp_distance_on_the_ordered_line(void **state)
 {
     (void)state;
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT, 0x00000000, 0x80000000), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT, 0x7f7fffff, 0x7f800000), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT, 0x3f800000, 0x3f800001), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT, 0x80000001, 0x00000001), 3);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT, 0xbf800000, 0x3f800000),
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT, 0x00000000, 0x80000000), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT, 0x7f7fffff, 0x7f800000), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT, 0x3f800000, 0x3f800001), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT, 0x80000001, 0x00000001), 3);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT, 0xbf800000, 0x3f800000),
                      2 * UINT64_C(0x3f800000) + 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_BF16, 0x7f7f, 0x7f80), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT16, 0x7bff, 0x7c00), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_FLOAT16, 0x8000, 0x0000), 1);
-    assert_int_equal(golden_ulp_distance(MOEPERM_BF16, 0x8001, 0x0001), 3);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_BF16, 0x7f7f, 0x7f80), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT16, 0x7bff, 0x7c00), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_FLOAT16, 0x8000, 0x0000), 1);
+    assert_int_equal(moeperm_golden_ulp_distance(MOEPERM_BF16, 0x8001, 0x0001), 3);
 }
 
 static void test_nans_are_equal_unless_strict(void **state)
 {
     (void)state;
     uint16_t expected[2] = {0x7fc0, 0x3f80}, actual[2] = {0xffc1, 0x3f80};
-    golden_compare_result r;
-    assert_int_equal(golden_compare(MOEPERM_BF16, 1, 2, expected, actual, false, &r), 0);
+    moeperm_golden_compare_result r;
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, 1, 2, expected, actual, false, &r), 0);
     assert_int_equal(r.differing, 0);
-    golden_compare_free(&r);
-    assert_int_equal(golden_compare(MOEPERM_BF16, 1, 2, expected, actual, true, &r), 0);
+    moeperm_golden_compare_free(&r);
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, 1, 2, expected, actual, true, &r), 0);
     assert_int_equal(r.differing, 1);
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
     /* NaN against a number differs in either mode and is counted apart. */
     actual[0] = 0x7f80;
-    assert_int_equal(golden_compare(MOEPERM_BF16, 1, 2, expected, actual, false, &r), 0);
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, 1, 2, expected, actual, false, &r), 0);
     assert_int_equal(r.differing, 1);
     assert_int_equal(r.nan_mismatch, 1);
-    golden_compare_free(&r);
+    moeperm_golden_compare_free(&r);
 }
 
 /* An independent check of what the JUnit file may hold: well-formed UTF-8
@@ -196,7 +196,7 @@ static char *escaped(const char *s)
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     assert_non_null(f);
-    golden_xml_escape(f, s);
+    moeperm_golden_xml_escape(f, s);
     assert_int_equal(fclose(f), 0);
     long bad = first_bad_xml_byte((const unsigned char *)text, size);
     if (bad >= 0)
@@ -244,14 +244,14 @@ static void test_xml_escape_emits_only_well_formed_utf8(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    golden_junit *j = golden_junit_new("suite\xff");
+    moeperm_golden_junit *j = moeperm_golden_junit_new("suite\xff");
     assert_non_null(j);
-    assert_int_equal(golden_junit_add(j, "dir\xfe/case\xed\xa0\x80", 0.5, GOLDEN_ERROR,
+    assert_int_equal(moeperm_golden_junit_add(j, "dir\xfe/case\xed\xa0\x80", 0.5, MOEPERM_GOLDEN_ERROR,
                                       "bad \xc0\xaf", "details \xf4\x90\x80\x80\x01"),
                      0);
     char err[512];
-    assert_int_equal(golden_junit_write(j, path, err, sizeof err), 0);
-    golden_junit_free(j);
+    assert_int_equal(moeperm_golden_junit_write(j, path, err, sizeof err), 0);
+    moeperm_golden_junit_free(j);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     char buf[4096];

@@ -85,10 +85,10 @@ static void test_document_parses_back_with_every_key_and_counts(void **state)
         memset(different + t * H, 0, H * sizeof(uint16_t)); /* tokens 4-7 left as zeros */
     near[5] ^= 1;                                           /* 1 ulp */
 
-    golden_compare_result same_r, diff_r, close_r;
-    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, expected, false, &same_r), 0);
-    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, different, false, &diff_r), 0);
-    assert_int_equal(golden_compare(MOEPERM_BF16, T, H, expected, near, false, &close_r), 0);
+    moeperm_golden_compare_result same_r, diff_r, close_r;
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, T, H, expected, expected, false, &same_r), 0);
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, T, H, expected, different, false, &diff_r), 0);
+    assert_int_equal(moeperm_golden_compare(MOEPERM_BF16, T, H, expected, near, false, &close_r), 0);
     golden_stats diff_s, same_s;
     golden_stats_compute(MOEPERM_BF16, expected, different, T * H, &diff_s);
     golden_stats_compute(MOEPERM_BF16, expected, expected, T * H, &same_s);
@@ -98,26 +98,26 @@ static void test_document_parses_back_with_every_key_and_counts(void **state)
     assert_int_equal(golden_diagnose(NULL, &out, different, false, &diag, err, sizeof err), 0);
     assert_true(diag.count > 0);
 
-    golden_json_report *r = golden_json_report_new();
+    moeperm_golden_json_report *r = moeperm_golden_json_report_new();
     assert_non_null(r);
     /* same */
-    assert_int_equal(golden_json_report_add_case(r, "suite/same", "MoeTokenPermuteGrad"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(r, "suite/same", "MoeTokenPermuteGrad"), 0);
     golden_json_output o = {"input_grad",        MOEPERM_BF16, &same_r,
-                            GOLDEN_VERDICT_SAME, NULL,         &same_s};
+                            MOEPERM_GOLDEN_VERDICT_SAME, NULL,         &same_s};
     assert_int_equal(golden_json_report_add_output(r, &o), 0);
     /* different, with a diagnosis */
-    assert_int_equal(golden_json_report_add_case(r, "suite/diff\xff", "MoeTokenPermuteGrad"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(r, "suite/diff\xff", "MoeTokenPermuteGrad"), 0);
     o = (golden_json_output){
-        "input_grad", MOEPERM_BF16, &diff_r, golden_compare_verdict(&diff_r, 1), &diag, &diff_s};
+        "input_grad", MOEPERM_BF16, &diff_r, moeperm_golden_compare_verdict(&diff_r, 1), &diag, &diff_s};
     assert_int_equal(golden_json_report_add_output(r, &o), 0);
     /* within tolerance */
-    assert_int_equal(golden_json_report_add_case(r, "suite/close", "MoeTokenPermuteGrad"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(r, "suite/close", "MoeTokenPermuteGrad"), 0);
     o = (golden_json_output){
-        "input_grad", MOEPERM_BF16, &close_r, golden_compare_verdict(&close_r, 1), NULL, NULL};
+        "input_grad", MOEPERM_BF16, &close_r, moeperm_golden_compare_verdict(&close_r, 1), NULL, NULL};
     assert_int_equal(golden_json_report_add_output(r, &o), 0);
     /* an error, before anything was compared */
-    assert_int_equal(golden_json_report_add_case(r, "suite/broken", NULL), 0);
-    assert_int_equal(golden_json_report_set_error(r, "outputs/suite/broken/input_grad.bin is "
+    assert_int_equal(moeperm_golden_json_report_add_case(r, "suite/broken", NULL), 0);
+    assert_int_equal(moeperm_golden_json_report_set_error(r, "outputs/suite/broken/input_grad.bin is "
                                                      "missing"),
                      0);
 
@@ -125,7 +125,7 @@ static void test_document_parses_back_with_every_key_and_counts(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    assert_int_equal(golden_json_report_write_path(r, path, err, sizeof err), 0);
+    assert_int_equal(moeperm_golden_json_report_write_path(r, path, err, sizeof err), 0);
     char *textual = slurp(path);
     unlink(path);
     json_object *doc = parse_strict(textual);
@@ -215,24 +215,24 @@ static void test_document_parses_back_with_every_key_and_counts(void **state)
 
     json_object_put(doc);
     free(textual);
-    golden_json_report_free(r);
-    golden_compare_free(&same_r);
-    golden_compare_free(&diff_r);
-    golden_compare_free(&close_r);
+    moeperm_golden_json_report_free(r);
+    moeperm_golden_compare_free(&same_r);
+    moeperm_golden_compare_free(&diff_r);
+    moeperm_golden_compare_free(&close_r);
 }
 
 static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
 {
     (void)state;
     float e[4] = {0, 0, NAN, 1}, a[4] = {0, 0, 1, 1};
-    golden_compare_result r;
-    assert_int_equal(golden_compare(MOEPERM_FLOAT, 1, 4, e, a, false, &r), 0);
+    moeperm_golden_compare_result r;
+    assert_int_equal(moeperm_golden_compare(MOEPERM_FLOAT, 1, 4, e, a, false, &r), 0);
     golden_stats s;
     golden_stats_compute(MOEPERM_FLOAT, e, e, 2, &s); /* zeros: max_rel_error is NaN */
-    golden_json_report *j = golden_json_report_new();
+    moeperm_golden_json_report *j = moeperm_golden_json_report_new();
     assert_non_null(j);
-    assert_int_equal(golden_json_report_add_case(j, "c", "op"), 0);
-    golden_json_output o = {"y", MOEPERM_FLOAT, &r, golden_compare_verdict(&r, 0), NULL, &s};
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "c", "op"), 0);
+    golden_json_output o = {"y", MOEPERM_FLOAT, &r, moeperm_golden_compare_verdict(&r, 0), NULL, &s};
     assert_int_equal(golden_json_report_add_output(j, &o), 0);
     FILE *f = tmpfile();
     assert_non_null(f);
@@ -250,14 +250,14 @@ static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
     assert_true(json_object_is_type(key(f0, "expected_value"), json_type_null));
     assert_true(json_object_is_type(key(key(y, "stats"), "max_rel_error"), json_type_null));
     json_object_put(doc);
-    golden_json_report_free(j);
-    golden_compare_free(&r);
+    moeperm_golden_json_report_free(j);
+    moeperm_golden_compare_free(&r);
 
     /* nothing open: refused */
-    j = golden_json_report_new();
-    assert_int_equal(golden_json_report_set_error(j, "x"), -1);
+    j = moeperm_golden_json_report_new();
+    assert_int_equal(moeperm_golden_json_report_set_error(j, "x"), -1);
     assert_int_equal(golden_json_report_add_output(j, &o), -1);
-    golden_json_report_free(j);
+    moeperm_golden_json_report_free(j);
 }
 
 int main(void)

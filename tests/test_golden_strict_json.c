@@ -4,7 +4,7 @@
  * NaN, "1.", "+1", hex, a BOM, raw control characters, "\u0000" that cuts
  * a string short, a key named twice ...) is refused by the syntax check
  * with a sentence that names it, both on its own and through
- * golden_case_read() on a real case; and valid JSON of every shape the
+ * moeperm_golden_case_read() on a real case; and valid JSON of every shape the
  * grammar allows still passes, so the check cannot pass by refusing all.
  * The expected verdicts are written out here from the RFC's grammar, not
  * taken from any parser.
@@ -202,23 +202,23 @@ static const edit edits[] = {
 static void test_reader_refuses_each_form_in_a_real_manifest(void **state)
 {
     (void)state;
-    golden_spec s = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT16, 7, 3, 5);
-    golden_case c, back;
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT16, 7, 3, 5);
+    moeperm_golden_case c, back;
     char err[1024], dir[600], manifest[700];
     snprintf(s.name, sizeof s.name, "strict\tname");
     s.seed = 5;
-    s.values = GOLDEN_VALUES_ROUNDING;
+    s.values = MOEPERM_GOLDEN_VALUES_ROUNDING;
     c = generated_case(&s, "moeperm golden");
     snprintf(dir, sizeof dir, "%s/case", root);
     snprintf(manifest, sizeof manifest, "%s/case.json", dir);
-    assert_int_equal(golden_case_write(dir, &c, false, err, sizeof err), 0);
-    golden_case_free(&c);
+    assert_int_equal(moeperm_golden_case_write(dir, &c, false, err, sizeof err), 0);
+    moeperm_golden_case_free(&c);
     char *orig;
     assert_int_equal(golden_read_text(manifest, 1 << 20, &orig, err, sizeof err), 0);
     /* The unedited case reads: a refusal below is the edit's. */
-    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
+    if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) != 0)
         fail_msg("the unedited case is refused: %s", err);
-    golden_case_free(&back);
+    moeperm_golden_case_free(&back);
 
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         const edit *e = &edits[i];
@@ -231,13 +231,13 @@ static void test_reader_refuses_each_form_in_a_real_manifest(void **state)
         write_text(manifest, edited);
         free(edited);
         err[0] = '\0';
-        if (golden_case_read(dir, GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
-            golden_case_free(&back);
+        if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &back, err, sizeof err) == 0) {
+            moeperm_golden_case_free(&back);
             fail_msg("%s: the manifest was accepted", e->what);
         }
         if (!strstr(err, manifest) || !strstr(err, "not valid JSON") || !strstr(err, e->says))
             fail_msg("%s: the message \"%s\" lacks \"%s\"", e->what, err, e->says);
-        if (golden_case_read(dir, GOLDEN_LOAD_NONE, &back, err, sizeof err) == 0)
+        if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_NONE, &back, err, sizeof err) == 0)
             fail_msg("%s: the manifest alone was accepted", e->what);
     }
     write_text(manifest, orig);

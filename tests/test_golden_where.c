@@ -27,7 +27,7 @@ static bool masked(const void *ctx, uint64_t i)
 }
 
 static char *describe(const uint8_t *mask, int64_t rows, int64_t cols, const char *noun,
-                      golden_where *w)
+                      moeperm_golden_where *w)
 {
     assert_int_equal(golden_where_describe(rows, cols, masked, mask, noun, w), 0);
     return w->text;
@@ -46,7 +46,7 @@ static void test_block_of_tokens_with_coincidences_is_one_group(void **state)
     for (int t = 48; t < 96; t++)
         for (int h = 0; h < H; h++)
             planted += m[t * H + h] = naive_rand(&rng) % 1000 != 0;
-    golden_where w;
+    moeperm_golden_where w;
     char want[256];
     snprintf(want, sizeof want, "tokens 48-95: most columns (%llu of %d elements)",
              (unsigned long long)planted, 48 * H);
@@ -76,7 +76,7 @@ static void test_every_other_token_is_a_stride(void **state)
     uint8_t m[T * H] = {0};
     for (int t = 1; t < T; t += 2)
         memset(m + t * H, 1, H);
-    golden_where w;
+    moeperm_golden_where w;
     assert_string_equal(describe(m, T, H, "token", &w),
                         "every 2nd token from 1 to 999: all columns");
     assert_int_equal(w.group[0].span[0].step, 2);
@@ -104,7 +104,7 @@ static void test_column_band_of_every_token(void **state)
     assert_non_null(m);
     for (int t = 0; t < T; t++)
         memset(m + t * H + 6144, 1, 1024);
-    golden_where w;
+    moeperm_golden_where w;
     assert_string_equal(describe(m, T, H, "token", &w), "columns 6144-7167 of every token");
     assert_int_equal(w.group[0].columns, GOLDEN_WHERE_RANGES);
     assert_int_equal(w.group[0].ranges, 1);
@@ -133,7 +133,7 @@ static void test_scattered_errors_are_counted_not_listed(void **state)
             m[i] = 1;
             planted++;
         }
-    golden_where w;
+    moeperm_golden_where w;
     describe(m, T, H, "token", &w);
     char want[256];
     snprintf(want, sizeof want,
@@ -163,7 +163,7 @@ static void test_groups_join_across_gaps_and_lists_stay_bounded(void **state)
         memset(m + rows[i] * H, 1, H);
     m[40 * H + 1] = 1; /* another class in between */
     memset(m + 50 * H, 1, H);
-    golden_where w;
+    moeperm_golden_where w;
     assert_string_equal(describe(m, T, H, "token", &w),
                         "tokens 2-5, every 2nd from 9 to 15, 50: all columns; token 40: column 1");
     golden_where_free(&w);
@@ -203,7 +203,7 @@ static void test_compute_compares_bits_with_the_nan_rule(void **state)
 {
     (void)state;
     uint16_t e[4] = {0x3f80, 0x7fc0, 0x0000, 0x4000}, a[4] = {0x3f80, 0xffc1, 0x8000, 0x4000};
-    golden_where w;
+    moeperm_golden_where w;
     assert_int_equal(golden_where_compute(MOEPERM_BF16, 2, 2, e, a, false, "token", &w), 0);
     assert_string_equal(w.text, "token 1: column 0"); /* -0 differs from +0; NaNs are equal */
     golden_where_free(&w);

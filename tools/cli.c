@@ -124,9 +124,9 @@ static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
 {
     struct stat st;
     bool in_case_dir = stat(case_dir, &st) == 0 && same_file(&st, dir_st);
-    golden_case c;
+    moeperm_golden_case c;
     char err[1024];
-    if (golden_case_read(case_dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
+    if (moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
         if (!in_case_dir)
             return true;
         fprintf(stderr,
@@ -154,7 +154,7 @@ static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
             ok = false;
         }
     }
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return ok;
 }
 

@@ -21,7 +21,7 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
  * cli_output_path() is the check every output file of every command goes
  * through, before any work: flag names the option ("--out", "--junit",
  * "--json").  The output is written to a temporary beside path and
- * renamed into place (golden_write_file_atomic()), so anything at path is
+ * renamed into place (moeperm_golden_write_file_atomic()), so anything at path is
  * replaced, never written through; what that would destroy, or what a
  * shell redirect could not have written, is refused, each with one
  * sentence naming the path and what it is:

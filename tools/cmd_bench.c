@@ -206,10 +206,10 @@ typedef struct result {
 } result;
 
 /* The operator once, both phases, into outputs. */
-static bool run_once(const golden_case *c, void *const *outputs)
+static bool run_once(const moeperm_golden_case *c, void *const *outputs)
 {
     char err[512];
-    moeperm_status st = golden_run_reference(c, outputs, NULL, err, sizeof err);
+    moeperm_status st = moeperm_golden_run_reference(c, outputs, NULL, err, sizeof err);
     if (st != MOEPERM_SUCCESS)
         fprintf(stderr, "moeperm bench: the operator failed: %s\n", err);
     return st == MOEPERM_SUCCESS;
@@ -219,23 +219,23 @@ static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int te
                       result *res)
 {
     char err[1024];
-    golden_spec spec = golden_spec_default(op, dtype, s->tokens, s->top_k, s->hidden);
+    moeperm_golden_spec spec = moeperm_golden_spec_default(op, dtype, s->tokens, s->top_k, s->hidden);
     snprintf(spec.name, sizeof spec.name, "bench");
-    golden_case c;
-    if (golden_generate(&spec, NULL, &c, err, sizeof err) != 0) {
+    moeperm_golden_case c;
+    if (moeperm_golden_generate(&spec, NULL, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm bench: %s\n", err);
         return EXIT_BAD_INPUT;
     }
-    void *outputs[GOLDEN_MAX_TENSORS];
+    void *outputs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t n_out = 0;
     int64_t bytes = 0, largest = 0;
     for (size_t i = 0; i < c.tensor_count; i++) {
-        const golden_tensor *t = &c.tensors[i];
-        if (t->role == GOLDEN_ROLE_EXACT)
+        const moeperm_golden_tensor *t = &c.tensors[i];
+        if (t->role == MOEPERM_GOLDEN_ROLE_EXACT)
             continue;
         bytes += (int64_t)t->bytes;
         largest = (int64_t)t->bytes > largest ? (int64_t)t->bytes : largest;
-        if (t->role == GOLDEN_ROLE_OUTPUT)
+        if (t->role == MOEPERM_GOLDEN_ROLE_OUTPUT)
             outputs[n_out++] = t->data; /* the golden outputs are rewritten alike */
     }
     int64_t memcpy_bytes = largest >= MEMCPY_SMALL_BYTES ? MEMCPY_BYTES : MEMCPY_SMALL_BYTES;
@@ -300,7 +300,7 @@ done:
     free(source);
     free(copy);
     free(samples);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return status;
 }
 
@@ -399,7 +399,7 @@ int cmd_bench(int argc, char **argv)
             if (strcmp(optarg, "all") == 0) {
                 memcpy(dtypes, all_dtypes, sizeof dtypes);
                 dtype_count = 3;
-            } else if (golden_dtype_parse(optarg, &dtypes[0]) &&
+            } else if (moeperm_golden_dtype_parse(optarg, &dtypes[0]) &&
                        (dtypes[0] == MOEPERM_FLOAT || dtypes[0] == MOEPERM_FLOAT16 ||
                         dtypes[0] == MOEPERM_BF16)) {
                 dtype_count = 1;

@@ -114,7 +114,7 @@ typedef struct source {
 
 /* Reads case c's outputs from dir/<output>.bin or .npy.  A missing file is
  * MISSING, one of the wrong size, dtype or shape BAD_INPUT. */
-static enum outcome read_outputs(const golden_case *c, case_outputs *o, const char *dir,
+static enum outcome read_outputs(const moeperm_golden_case *c, case_outputs *o, const char *dir,
                                  char *err, size_t err_len)
 {
     for (size_t i = 0; i < o->count; i++) {
@@ -127,7 +127,7 @@ static enum outcome read_outputs(const golden_case *c, case_outputs *o, const ch
         o->data[i] = NULL;
         struct stat st;
         bool missing = stat(path, &st) != 0;
-        int rc = missing ? -1 : golden_tensor_read_file(path, o->like[i], &o->data[i], err,
+        int rc = missing ? -1 : moeperm_golden_tensor_read_file(path, o->like[i], &o->data[i], err,
                                                         err_len);
         if (missing)
             snprintf(err, err_len, "no output file %s (nor %s.npy): the harness wrote no %s",
@@ -143,27 +143,27 @@ static enum outcome read_outputs(const golden_case *c, case_outputs *o, const ch
  * (malloc'd) the full mismatch report.  rel is the case's path below the
  * directory it was found in.  The case goes into json when there is one. */
 static enum outcome check_one(const source *from, const char *dir, const char *rel,
-                              const golden_judge_options *options, golden_json_report *json,
+                              const moeperm_golden_judge_options *options, moeperm_golden_json_report *json,
                               char *err, size_t err_len, char **report)
 {
-    golden_case c;
+    moeperm_golden_case c;
     *report = NULL;
     /* The diagnosis models the kernel from the inputs, so they are read
      * even when the outputs come from files. */
-    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
-        if (json && (golden_json_report_add_case(json, dir, NULL) != 0 ||
-                     golden_json_report_set_error(json, err) != 0))
+    if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
+        if (json && (moeperm_golden_json_report_add_case(json, dir, NULL) != 0 ||
+                     moeperm_golden_json_report_set_error(json, err) != 0))
             return BACKEND_FAILED;
         return BAD_INPUT;
     }
-    if (json && golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) {
-        golden_case_free(&c);
+    if (json && moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) {
+        moeperm_golden_case_free(&c);
         snprintf(err, err_len, "out of memory");
         return BACKEND_FAILED;
     }
     case_outputs outputs;
     if (case_outputs_alloc(&c, &outputs, err, err_len) != 0) {
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
         return BACKEND_FAILED;
     }
     enum outcome o = PASS;
@@ -178,32 +178,32 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
         if (rc != BACKEND_OK)
             o = rc == BACKEND_BAD_INPUT ? BAD_INPUT : BACKEND_FAILED;
     }
-    golden_judgement *j = NULL;
-    if (o == PASS && golden_judge(&c, outputs.data, options, &j, err, err_len) != 0)
+    moeperm_golden_judgement *j = NULL;
+    if (o == PASS && moeperm_golden_judge(&c, outputs.data, options, &j, err, err_len) != 0)
         o = BACKEND_FAILED;
     if (j) {
-        golden_verdict v = golden_judgement_verdict(j);
-        o = v == GOLDEN_VERDICT_SAME ? PASS : v == GOLDEN_VERDICT_WITHIN_TOLERANCE ? WITHIN
+        moeperm_golden_verdict v = moeperm_golden_judgement_verdict(j);
+        o = v == MOEPERM_GOLDEN_VERDICT_SAME ? PASS : v == MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE ? WITHIN
                                                                                   : MISMATCH;
         if (o != PASS) {
-            char *line = golden_judgement_summary(j);
+            char *line = moeperm_golden_judgement_summary(j);
             snprintf(err, err_len, "%s", line ? line : "elements differ");
             free(line);
             size_t size = 0;
             FILE *f = open_memstream(report, &size);
             if (f) {
-                golden_judgement_report(f, j, "    ");
+                moeperm_golden_judgement_report(f, j, "    ");
                 fclose(f);
             }
         }
-        if (json && golden_json_report_add_judgement(json, j) != 0)
+        if (json && moeperm_golden_json_report_add_judgement(json, j) != 0)
             o = BACKEND_FAILED;
-        golden_judgement_free(j);
-    } else if (json && golden_json_report_set_error(json, err) != 0) {
+        moeperm_golden_judgement_free(j);
+    } else if (json && moeperm_golden_json_report_set_error(json, err) != 0) {
         o = BACKEND_FAILED;
     }
     case_outputs_free(&outputs);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return o;
 }
 
@@ -251,7 +251,7 @@ int cmd_check(int argc, char **argv)
     };
     const char *backend_name = "cpu", *device_flag = NULL, *junit_path = NULL;
     const char *outputs_root = NULL, *json_path = NULL;
-    golden_judge_options judging = {false, 0, true};
+    moeperm_golden_judge_options judging = {false, 0, true};
     uint64_t shard = 1, shards = 1;
     int opt;
     while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:u:h", options, NULL)) != -1) {
@@ -320,16 +320,16 @@ int cmd_check(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         char **dirs;
         size_t count;
-        if (golden_find_cases(argv[i], &dirs, &count, err, sizeof err) != 0) {
+        if (moeperm_golden_find_cases(argv[i], &dirs, &count, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: %s\n", err);
-            golden_free_paths(all, total);
+            moeperm_golden_free_paths(all, total);
             free(rel);
             return EXIT_BAD_INPUT;
         }
         if (count == 0) {
             fprintf(stderr, "moeperm check: no case.json below %s\n", argv[i]);
-            golden_free_paths(dirs, count);
-            golden_free_paths(all, total);
+            moeperm_golden_free_paths(dirs, count);
+            moeperm_golden_free_paths(all, total);
             free(rel);
             return EXIT_BAD_INPUT;
         }
@@ -340,8 +340,8 @@ int cmd_check(int argc, char **argv)
         if ((junit_path && !cli_output_path("check", "--junit", junit_path, dirs, count)) ||
             (json_path && !json_stdout &&
              !cli_output_path("check", "--json", json_path, dirs, count))) {
-            golden_free_paths(dirs, count);
-            golden_free_paths(all, total);
+            moeperm_golden_free_paths(dirs, count);
+            moeperm_golden_free_paths(all, total);
             free(rel);
             return EXIT_BAD_INPUT;
         }
@@ -353,8 +353,8 @@ int cmd_check(int argc, char **argv)
             rel = grown_rel;
         if (!grown || !grown_rel) {
             fprintf(stderr, "moeperm check: out of memory\n");
-            golden_free_paths(dirs, count);
-            golden_free_paths(all, total);
+            moeperm_golden_free_paths(dirs, count);
+            moeperm_golden_free_paths(all, total);
             free(rel);
             return EXIT_BACKEND;
         }
@@ -381,13 +381,13 @@ int cmd_check(int argc, char **argv)
     backend *b = NULL;
     if (!outputs_root && ops->open(&bopts, &b, err, sizeof err) != BACKEND_OK) {
         fprintf(stderr, "moeperm check: cannot open the %s backend: %s\n", ops->name, err);
-        golden_free_paths(all, total);
+        moeperm_golden_free_paths(all, total);
         free(rel);
         return EXIT_BACKEND;
     }
     source from = {ops, b, outputs_root};
-    golden_junit *junit = junit_path ? golden_junit_new("moeperm check") : NULL;
-    golden_json_report *json = json_path ? golden_json_report_new() : NULL;
+    moeperm_golden_junit *junit = junit_path ? moeperm_golden_junit_new("moeperm check") : NULL;
+    moeperm_golden_json_report *json = json_path ? moeperm_golden_json_report_new() : NULL;
     /* With the JSON on standard output, the text goes to standard error. */
     FILE *text = json_stdout ? stderr : stdout;
     summary sum = {0};
@@ -411,10 +411,10 @@ int cmd_check(int argc, char **argv)
         if (tally(&sum, all[i], o) != 0)
             rc = EXIT_BACKEND;
         if (junit) {
-            golden_outcome jo = o == PASS || o == WITHIN       ? GOLDEN_PASS
-                                : o == MISMATCH || o == MISSING ? GOLDEN_MISMATCH
-                                                                : GOLDEN_ERROR;
-            if (golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
+            moeperm_golden_outcome jo = o == PASS || o == WITHIN       ? MOEPERM_GOLDEN_PASS
+                                : o == MISMATCH || o == MISSING ? MOEPERM_GOLDEN_MISMATCH
+                                                                : MOEPERM_GOLDEN_ERROR;
+            if (moeperm_golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
                 rc = EXIT_BACKEND;
         }
         free(report);
@@ -422,26 +422,26 @@ int cmd_check(int argc, char **argv)
     if (b)
         ops->close(b);
     print_summary(&sum, text);
-    if (json && golden_json_report_write_path(json, json_path, err, sizeof err) != 0) {
+    if (json && moeperm_golden_json_report_write_path(json, json_path, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm check: cannot write the JSON report: %s\n", err);
         rc = EXIT_BAD_INPUT;
     } else if (json_path && !json) {
         fprintf(stderr, "moeperm check: out of memory for the JSON report\n");
         rc = EXIT_BAD_INPUT;
     }
-    golden_json_report_free(json);
+    moeperm_golden_json_report_free(json);
     if (junit_path) {
-        if (!junit || golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
+        if (!junit || moeperm_golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: cannot write the JUnit report: %s\n",
                     junit ? err : "out of memory");
             rc = EXIT_BAD_INPUT;
         }
     }
-    golden_junit_free(junit);
+    moeperm_golden_junit_free(junit);
     for (size_t i = 0; i < sum.count; i++)
         free(sum.rows[i].suite);
     free(sum.rows);
-    golden_free_paths(all, total);
+    moeperm_golden_free_paths(all, total);
     free(rel);
 
     if (seen[BACKEND_FAILED] || rc == EXIT_BACKEND)

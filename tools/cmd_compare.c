@@ -39,7 +39,7 @@ int cmd_compare(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    golden_judge_options judging = {false, 0, true};
+    moeperm_golden_judge_options judging = {false, 0, true};
     const char *json_path = NULL;
     int opt;
     while ((opt = getopt_long(argc, argv, "su:j:h", options, NULL)) != -1) {
@@ -74,8 +74,8 @@ int cmd_compare(int argc, char **argv)
         !cli_output_path("compare", "--json", json_path, &argv[optind], 1))
         return EXIT_BAD_INPUT;
     char err[1024] = "";
-    golden_case c;
-    if (golden_case_read(case_dir, GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
+    moeperm_golden_case c;
+    if (moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm compare: %s\n", err);
         return EXIT_BAD_INPUT;
     }
@@ -84,15 +84,15 @@ int cmd_compare(int argc, char **argv)
     int rc = EXIT_OK;
     bool dir = case_output_count(&c) > 1;
     for (size_t i = 0; i < c.tensor_count && rc == EXIT_OK; i++) {
-        const golden_tensor *t = &c.tensors[i];
-        if (t->role != GOLDEN_ROLE_OUTPUT)
+        const moeperm_golden_tensor *t = &c.tensors[i];
+        if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
             continue;
         actual.like[actual.count] = t;
         char *file = case_output_path(&actual, actual.count, path, dir);
         if (!file) {
             fprintf(stderr, "moeperm compare: out of memory\n");
             rc = EXIT_BACKEND;
-        } else if (golden_tensor_read_file(file, t, &actual.data[actual.count], err,
+        } else if (moeperm_golden_tensor_read_file(file, t, &actual.data[actual.count], err,
                                            sizeof err) != 0) {
             fprintf(stderr, "moeperm compare: %s\n", err);
             rc = EXIT_BAD_INPUT;
@@ -100,45 +100,45 @@ int cmd_compare(int argc, char **argv)
         actual.count++;
         free(file);
     }
-    golden_judgement *j = NULL;
-    if (rc == EXIT_OK && golden_judge(&c, actual.data, &judging, &j, err, sizeof err) != 0) {
+    moeperm_golden_judgement *j = NULL;
+    if (rc == EXIT_OK && moeperm_golden_judge(&c, actual.data, &judging, &j, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm compare: %s\n", err);
         rc = EXIT_BACKEND;
     } else if (rc == EXIT_OK) {
         uint64_t elements = 0;
-        for (size_t i = 0; i < golden_judgement_output_count(j); i++)
-            elements += golden_judgement_output_compare(j, i)->elements;
-        golden_verdict verdict = golden_judgement_verdict(j);
+        for (size_t i = 0; i < moeperm_golden_judgement_output_count(j); i++)
+            elements += moeperm_golden_judgement_output_compare(j, i)->elements;
+        moeperm_golden_verdict verdict = moeperm_golden_judgement_verdict(j);
         /* With the JSON on standard output, the text goes to standard error. */
         FILE *text = json_path && strcmp(json_path, "-") == 0 ? stderr : stdout;
-        if (verdict == GOLDEN_VERDICT_SAME) {
+        if (verdict == MOEPERM_GOLDEN_VERDICT_SAME) {
             fprintf(text, "%s: ok, all %llu elements equal\n", case_dir,
                     (unsigned long long)elements);
         } else {
             fprintf(text, "%s: %s\n", case_dir,
-                    verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? "WITHIN TOLERANCE" : "MISMATCH");
-            golden_judgement_report(text, j, "  ");
-            rc = verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE ? EXIT_OK : EXIT_MISMATCH;
+                    verdict == MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE ? "WITHIN TOLERANCE" : "MISMATCH");
+            moeperm_golden_judgement_report(text, j, "  ");
+            rc = verdict == MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE ? EXIT_OK : EXIT_MISMATCH;
         }
     }
     if (json_path) {
         /* The document is written whatever the verdict: an error case says
          * why in it. */
-        golden_json_report *report = golden_json_report_new();
-        bool ok = report && golden_json_report_add_case(report, case_dir, moeperm_op_name(c.op)) == 0;
+        moeperm_golden_json_report *report = moeperm_golden_json_report_new();
+        bool ok = report && moeperm_golden_json_report_add_case(report, case_dir, moeperm_op_name(c.op)) == 0;
         if (ok && j)
-            ok = golden_json_report_add_judgement(report, j) == 0;
+            ok = moeperm_golden_json_report_add_judgement(report, j) == 0;
         else if (ok)
-            ok = golden_json_report_set_error(report, err) == 0;
-        if (!ok || golden_json_report_write_path(report, json_path, err, sizeof err) != 0) {
+            ok = moeperm_golden_json_report_set_error(report, err) == 0;
+        if (!ok || moeperm_golden_json_report_write_path(report, json_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm compare: cannot write the JSON report: %s\n",
                     ok ? err : "out of memory");
             rc = rc == EXIT_OK ? EXIT_BAD_INPUT : rc;
         }
-        golden_json_report_free(report);
+        moeperm_golden_json_report_free(report);
     }
-    golden_judgement_free(j);
+    moeperm_golden_judgement_free(j);
     case_outputs_free(&actual);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return rc;
 }

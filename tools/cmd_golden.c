@@ -51,15 +51,15 @@ static void usage(FILE *to)
             "  --values KIND      value kind (default normal): %s\n"
             "  --routing ROUTING  (default routed): %s\n"
             "  --name NAME        the case directory's name (default from the options)\n",
-            GOLDEN_DEFAULT_SEED, (long long)MOEPERM_CHIP_A2_UB_BYTES,
-            (long long)MOEPERM_CHIP_A2_VECTOR_CORES, golden_values_names(),
-            golden_routing_names());
+            MOEPERM_GOLDEN_DEFAULT_SEED, (long long)MOEPERM_CHIP_A2_UB_BYTES,
+            (long long)MOEPERM_CHIP_A2_VECTOR_CORES, moeperm_golden_values_names(),
+            moeperm_golden_routing_names());
 }
 
 static void list_suites(void)
 {
     size_t n, width = 0;
-    const golden_suite *suites = golden_suites(&n);
+    const moeperm_golden_suite *suites = moeperm_golden_suites(&n);
     for (size_t i = 0; i < n; i++)
         width = strlen(suites[i].name) > width ? strlen(suites[i].name) : width;
     for (size_t i = 0; i < n; i++)
@@ -102,22 +102,22 @@ static char *shell_quote(const char *text)
 /* The command that regenerates a custom case, every option spelled out so
  * that it stays true when the defaults change.  The name is quoted by the
  * caller (the one word that comes from the user). */
-static char *custom_command(const golden_spec *s, int64_t rows, int64_t experts,
+static char *custom_command(const moeperm_golden_spec *s, int64_t rows, int64_t experts,
                             const char *quoted_name)
 {
     char op[160] = "";
     switch (s->op) {
     case MOEPERM_OP_PERMUTE:
         snprintf(op, sizeof op, " --op %s --num-out-tokens %" PRId64 " --index-dtype %s%s",
-                 moeperm_op_name(s->op), s->num_out_tokens, golden_dtype_name(s->index_dtype),
+                 moeperm_op_name(s->op), s->num_out_tokens, moeperm_golden_dtype_name(s->index_dtype),
                  s->sentinels ? " --sentinels" : "");
         break;
     case MOEPERM_OP_UNPERMUTE:
     case MOEPERM_OP_UNPERMUTE_GRAD:
         if (s->has_probs)
             snprintf(op, sizeof op, " --op %s --probs-dtype %s --probs-values %s",
-                     moeperm_op_name(s->op), golden_dtype_name(s->probs_dtype),
-                     golden_values_name(s->probs_values));
+                     moeperm_op_name(s->op), moeperm_golden_dtype_name(s->probs_dtype),
+                     moeperm_golden_values_name(s->probs_values));
         else
             snprintf(op, sizeof op, " --op %s --no-probs", moeperm_op_name(s->op));
         if (s->op == MOEPERM_OP_UNPERMUTE_GRAD && (s->ub_bytes || s->vector_cores)) {
@@ -133,16 +133,16 @@ static char *custom_command(const golden_spec *s, int64_t rows, int64_t experts,
     return cli_format("moeperm golden --out ..%s --tokens %" PRId64 " --topk %" PRId64
                       " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
                       " --hot %d --values %s --routing %s --seed %" PRIu64 " --name %s --force",
-                      op, s->tokens_num, s->top_k, s->hidden_size, golden_dtype_name(s->dtype),
-                      rows, experts, s->hot_percent, golden_values_name(s->values),
-                      golden_routing_name(s->routing), s->seed, quoted_name);
+                      op, s->tokens_num, s->top_k, s->hidden_size, moeperm_golden_dtype_name(s->dtype),
+                      rows, experts, s->hot_percent, moeperm_golden_values_name(s->values),
+                      moeperm_golden_routing_name(s->routing), s->seed, quoted_name);
 }
 
 /* Adds a --suite name; false after a message when it is not a built-in
  * suite or there are too many. */
 static bool add_suite(const char *name, const char **names, size_t *count, size_t max)
 {
-    if (!golden_suite_find(name)) {
+    if (!moeperm_golden_suite_find(name)) {
         fprintf(stderr, "moeperm golden: --suite is \"%s\", which is not a built-in "
                         "suite (see --list)\n", name);
         return false;
@@ -159,7 +159,7 @@ static bool add_suite(const char *name, const char **names, size_t *count, size_
 typedef struct job {
     char *path;
     char *command;
-    golden_spec spec;
+    moeperm_golden_spec spec;
 } job;
 
 static void free_jobs(job *jobs, size_t n)
@@ -200,7 +200,7 @@ static int write_jobs(job *jobs, size_t n, bool force)
     char err[1024];
     for (size_t i = 0; i < n; i++) {
         err[0] = '\0';
-        int rc = golden_generate_write(&jobs[i].spec, jobs[i].command, jobs[i].path, force, err,
+        int rc = moeperm_golden_generate_write(&jobs[i].spec, jobs[i].command, jobs[i].path, force, err,
                                        sizeof err);
         if (rc != 0) {
             if (shown)
@@ -261,11 +261,11 @@ int cmd_golden(int argc, char **argv)
     const char *suite_names[64];
     const size_t max_suites = sizeof suite_names / sizeof suite_names[0];
     size_t suite_count = 0;
-    uint64_t seed = GOLDEN_DEFAULT_SEED;
+    uint64_t seed = MOEPERM_GOLDEN_DEFAULT_SEED;
     bool force = false, one_off = false, have_dtype = false, have_probs_dtype = false;
     int64_t tokens = -1, top_k = -1, hidden = -1, rows = -1, experts = 0, hot = 50;
     int64_t num_out = 0, ub_bytes = 0, vector_cores = 0;
-    golden_spec spec = golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
+    moeperm_golden_spec spec = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
     bool no_probs = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -293,7 +293,7 @@ int cmd_golden(int argc, char **argv)
             list_suites();
             return EXIT_OK;
         case O_TOKENS:
-            ok = cli_int64("golden", "--tokens", optarg, 1, GOLDEN_MAX_DIM, &tokens);
+            ok = cli_int64("golden", "--tokens", optarg, 1, MOEPERM_GOLDEN_MAX_DIM, &tokens);
             one_off = true;
             break;
         case O_TOPK:
@@ -301,11 +301,11 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_HIDDEN:
-            ok = cli_int64("golden", "--hidden", optarg, 1, GOLDEN_MAX_DIM, &hidden);
+            ok = cli_int64("golden", "--hidden", optarg, 1, MOEPERM_GOLDEN_MAX_DIM, &hidden);
             one_off = true;
             break;
         case O_DTYPE:
-            if (!golden_dtype_parse(optarg, &spec.dtype)) {
+            if (!moeperm_golden_dtype_parse(optarg, &spec.dtype)) {
                 fprintf(stderr, "moeperm golden: --dtype is \"%s\", expected float32 (fp32), "
                                 "float16 (fp16), bf16 (bfloat16) or int8\n", optarg);
                 return EXIT_BAD_INPUT;
@@ -328,7 +328,7 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_INDEX_DTYPE:
-            if (!golden_dtype_parse(optarg, &spec.index_dtype) ||
+            if (!moeperm_golden_dtype_parse(optarg, &spec.index_dtype) ||
                 (spec.index_dtype != MOEPERM_INT32 && spec.index_dtype != MOEPERM_INT64)) {
                 fprintf(stderr, "moeperm golden: --index-dtype is \"%s\", expected int32 or "
                                 "int64\n", optarg);
@@ -341,7 +341,7 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_PROBS_DTYPE:
-            if (!golden_dtype_parse(optarg, &spec.probs_dtype)) {
+            if (!moeperm_golden_dtype_parse(optarg, &spec.probs_dtype)) {
                 fprintf(stderr, "moeperm golden: --probs-dtype is \"%s\", expected float32 "
                                 "(fp32), float16 (fp16) or bf16 (bfloat16)\n", optarg);
                 return EXIT_BAD_INPUT;
@@ -354,9 +354,9 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_PROBS_VALUES:
-            if (!golden_values_parse(optarg, &spec.probs_values)) {
+            if (!moeperm_golden_values_parse(optarg, &spec.probs_values)) {
                 fprintf(stderr, "moeperm golden: --probs-values is \"%s\", expected one of "
-                                "%s\n", optarg, golden_values_names());
+                                "%s\n", optarg, moeperm_golden_values_names());
                 return EXIT_BAD_INPUT;
             }
             one_off = true;
@@ -382,17 +382,17 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_VALUES:
-            if (!golden_values_parse(optarg, &spec.values)) {
+            if (!moeperm_golden_values_parse(optarg, &spec.values)) {
                 fprintf(stderr, "moeperm golden: --values is \"%s\", expected one of %s\n",
-                        optarg, golden_values_names());
+                        optarg, moeperm_golden_values_names());
                 return EXIT_BAD_INPUT;
             }
             one_off = true;
             break;
         case O_ROUTING:
-            if (!golden_routing_parse(optarg, &spec.routing)) {
+            if (!moeperm_golden_routing_parse(optarg, &spec.routing)) {
                 fprintf(stderr, "moeperm golden: --routing is \"%s\", expected one of %s\n",
-                        optarg, golden_routing_names());
+                        optarg, moeperm_golden_routing_names());
                 return EXIT_BAD_INPUT;
             }
             one_off = true;
@@ -467,17 +467,17 @@ int cmd_golden(int argc, char **argv)
             }
             snprintf(spec.name, sizeof spec.name, "%s", name);
         } else {
-            golden_spec_default_name(&spec);
+            moeperm_golden_spec_default_name(&spec);
         }
-        if (golden_spec_check(&spec, err, sizeof err) != 0) {
+        if (moeperm_golden_spec_check(&spec, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm golden: %s\n", err);
             return EXIT_BAD_INPUT;
         }
         int64_t resolved_rows = rows < 0 ? tokens * top_k : rows;
         int64_t resolved_experts = experts ? experts : (top_k * 2 > 64 ? top_k * 2 : 64);
         snprintf(spec.description, sizeof spec.description,
-                 "custom case: %s values, %s routing", golden_values_name(spec.values),
-                 golden_routing_name(spec.routing));
+                 "custom case: %s values, %s routing", moeperm_golden_values_name(spec.values),
+                 moeperm_golden_routing_name(spec.routing));
         jobs = calloc(1, sizeof *jobs);
         if (!jobs)
             goto oom;
@@ -494,16 +494,16 @@ int cmd_golden(int argc, char **argv)
             goto oom;
     } else {
         size_t all_count;
-        const golden_suite *all = golden_suites(&all_count);
+        const moeperm_golden_suite *all = moeperm_golden_suites(&all_count);
         for (size_t s = 0; s < all_count; s++) {
             bool wanted = suite_count == 0 ? all[s].in_default : false;
             for (size_t i = 0; i < suite_count; i++)
                 wanted = wanted || strcmp(suite_names[i], all[s].name) == 0;
             if (!wanted)
                 continue;
-            golden_spec *specs;
+            moeperm_golden_spec *specs;
             size_t count;
-            if (golden_suite_specs(&all[s], seed, &specs, &count) != 0)
+            if (moeperm_golden_suite_specs(&all[s], seed, &specs, &count) != 0)
                 goto oom;
             job *grown = realloc(jobs, (n + count) * sizeof *grown);
             if (!grown) {

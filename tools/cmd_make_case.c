@@ -56,7 +56,7 @@ static bool parse_shape(const char *text, int64_t *dims, uint64_t *ndim)
         if (*p < '0' || *p > '9' || *ndim == MOEPERM_MAX_DIMS)
             return false;
         long long v = strtoll(p, &end, 10);
-        if (v < 0 || v > GOLDEN_MAX_DIM)
+        if (v < 0 || v > MOEPERM_GOLDEN_MAX_DIM)
             return false;
         dims[(*ndim)++] = v;
         if (*end == 'x' || *end == ',')
@@ -70,7 +70,7 @@ static bool parse_shape(const char *text, int64_t *dims, uint64_t *ndim)
 
 /* One --input: "NAME=FILE[:DTYPE[:SHAPE]]" read into the next tensor of
  * c.  A file name holding ':' is read whole when it names a file. */
-static bool add_input(golden_case *c, const char *arg)
+static bool add_input(moeperm_golden_case *c, const char *arg)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg) {
@@ -78,10 +78,10 @@ static bool add_input(golden_case *c, const char *arg)
         return false;
     }
     size_t count;
-    const golden_slot *slots = golden_op_slots(c->op, &count);
-    const golden_slot *slot = NULL;
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(c->op, &count);
+    const moeperm_golden_slot *slot = NULL;
     for (size_t i = 0; i < count; i++)
-        if (slots[i].role == GOLDEN_ROLE_INPUT && strlen(slots[i].name) == (size_t)(eq - arg) &&
+        if (slots[i].role == MOEPERM_GOLDEN_ROLE_INPUT && strlen(slots[i].name) == (size_t)(eq - arg) &&
             strncmp(slots[i].name, arg, (size_t)(eq - arg)) == 0)
             slot = &slots[i];
     if (!slot) {
@@ -89,11 +89,11 @@ static bool add_input(golden_case *c, const char *arg)
                         "--help)\n", (int)(eq - arg), arg, moeperm_op_name(c->op));
         return false;
     }
-    if (golden_case_tensor(c, slot->name)) {
+    if (moeperm_golden_case_tensor(c, slot->name)) {
         fprintf(stderr, "moeperm make-case: --input %s is given twice\n", slot->name);
         return false;
     }
-    if (c->tensor_count == GOLDEN_MAX_TENSORS)
+    if (c->tensor_count == MOEPERM_GOLDEN_MAX_TENSORS)
         return false;
     char *path = strdup(eq + 1);
     if (!path)
@@ -108,7 +108,7 @@ static bool add_input(golden_case *c, const char *arg)
         if (shape_text)
             *shape_text++ = '\0';
         moeperm_dtype d;
-        if (!golden_dtype_parse(dtype_text, &d)) {
+        if (!moeperm_golden_dtype_parse(dtype_text, &d)) {
             fprintf(stderr, "moeperm make-case: --input %s: dtype \"%s\" is not one of "
                             "float32 (fp32), float16 (fp16), bf16 (bfloat16), int8, int32, "
                             "int64\n", slot->name, dtype_text);
@@ -123,17 +123,17 @@ static bool add_input(golden_case *c, const char *arg)
             return false;
         }
     }
-    golden_tensor *t = &c->tensors[c->tensor_count];
+    moeperm_golden_tensor *t = &c->tensors[c->tensor_count];
     memset(t, 0, sizeof *t);
     char err[1024];
-    if (golden_tensor_from_file(path, dtype, dims, ndim, t, err, sizeof err) != 0) {
+    if (moeperm_golden_tensor_from_file(path, dtype, dims, ndim, t, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm make-case: --input %s: %s\n", slot->name, err);
         free(path);
         return false;
     }
     free(path);
     t->name = slot->name;
-    t->role = GOLDEN_ROLE_INPUT;
+    t->role = MOEPERM_GOLDEN_ROLE_INPUT;
     t->file = cli_format("%s.bin", slot->name);
     c->tensor_count++;
     return t->file != NULL;
@@ -160,10 +160,10 @@ int cmd_make_case(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *name = NULL, *description = NULL;
-    const char *inputs[GOLDEN_MAX_TENSORS];
+    const char *inputs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t input_count = 0;
     bool force = false;
-    golden_case c;
+    moeperm_golden_case c;
     memset(&c, 0, sizeof c);
     c.format_version = 2;
     int opt, rc = EXIT_BAD_INPUT;
@@ -182,7 +182,7 @@ int cmd_make_case(int argc, char **argv)
             }
             break;
         case O_INPUT:
-            if (input_count == GOLDEN_MAX_TENSORS) {
+            if (input_count == MOEPERM_GOLDEN_MAX_TENSORS) {
                 fprintf(stderr, "moeperm make-case: too many --input\n");
                 ok = false;
             } else {
@@ -193,8 +193,8 @@ int cmd_make_case(int argc, char **argv)
             ok = cli_int64("make-case", "--top-k", optarg, 1, MOEPERM_MAX_TOP_K, &c.attrs.top_k);
             break;
         case O_NUM_OUT:
-            ok = cli_int64("make-case", "--num-out-tokens", optarg, -GOLDEN_MAX_DIM,
-                           GOLDEN_MAX_DIM, &c.attrs.num_out_tokens);
+            ok = cli_int64("make-case", "--num-out-tokens", optarg, -MOEPERM_GOLDEN_MAX_DIM,
+                           MOEPERM_GOLDEN_MAX_DIM, &c.attrs.num_out_tokens);
             break;
         case O_RESTORE:
             if (!parse_shape(optarg, c.attrs.restore_shape, &c.attrs.restore_shape_len)) {
@@ -256,7 +256,7 @@ int cmd_make_case(int argc, char **argv)
     /* The inputs in the operator's argument order, whatever the order of
      * the options. */
     size_t count;
-    const golden_slot *slots = golden_op_slots(c.op, &count);
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(c.op, &count);
     for (size_t s = 0; s < count; s++)
         for (size_t i = 0; i < input_count; i++) {
             size_t len = strlen(slots[s].name);
@@ -282,12 +282,12 @@ int cmd_make_case(int argc, char **argv)
         rc = EXIT_BACKEND;
         goto done;
     }
-    if (golden_case_finish(&c, err, sizeof err) != 0) {
+    if (moeperm_golden_case_finish(&c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm make-case: %s\n", err);
         goto done;
     }
     char *path = cli_format("%s/%s", out, name);
-    int written = path ? golden_case_write(path, &c, force, err, sizeof err) : -1;
+    int written = path ? moeperm_golden_case_write(path, &c, force, err, sizeof err) : -1;
     if (written < 0)
         fprintf(stderr, "moeperm make-case: %s\n", path ? err : "out of memory");
     else if (written > 0)
@@ -297,6 +297,6 @@ int cmd_make_case(int argc, char **argv)
     rc = written == 0 ? EXIT_OK : EXIT_BAD_INPUT;
     free(path);
 done:
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return rc;
 }

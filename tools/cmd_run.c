@@ -71,15 +71,15 @@ int cmd_run(int argc, char **argv)
         return EXIT_BAD_INPUT;
 
     char err[1024] = "";
-    golden_case c;
-    if (golden_case_read(argv[optind], GOLDEN_LOAD_INPUTS, &c, err, sizeof err) != 0) {
+    moeperm_golden_case c;
+    if (moeperm_golden_case_read(argv[optind], MOEPERM_GOLDEN_LOAD_INPUTS, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm run: %s\n", err);
         return EXIT_BAD_INPUT;
     }
     case_outputs outputs;
     if (case_outputs_alloc(&c, &outputs, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm run: %s\n", err);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
         return EXIT_BACKEND;
     }
     /* Several outputs go into a directory; one output to the file named.
@@ -88,7 +88,7 @@ int cmd_run(int argc, char **argv)
      * the case's own files would destroy it. */
     size_t len = strlen(out_path);
     bool dir = outputs.count > 1 || (len > 0 && out_path[len - 1] == '/');
-    char *paths[GOLDEN_MAX_TENSORS] = {0};
+    char *paths[MOEPERM_GOLDEN_MAX_TENSORS] = {0};
     int rc = BACKEND_OK;
     for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++) {
         paths[i] = case_output_path(&outputs, i, out_path, dir);
@@ -102,7 +102,7 @@ int cmd_run(int argc, char **argv)
             for (size_t j = 0; j < i; j++)
                 free(paths[j]);
             case_outputs_free(&outputs);
-            golden_case_free(&c);
+            moeperm_golden_case_free(&c);
             return EXIT_BAD_INPUT;
         }
     }
@@ -116,7 +116,7 @@ int cmd_run(int argc, char **argv)
     if (b)
         ops->close(b);
     for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++)
-        if (golden_tensor_write_file(paths[i], outputs.like[i], outputs.data[i], err,
+        if (moeperm_golden_tensor_write_file(paths[i], outputs.like[i], outputs.data[i], err,
                                      sizeof err) != 0)
             rc = BACKEND_BAD_INPUT;
     if (rc != BACKEND_OK)
@@ -124,6 +124,6 @@ int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < outputs.count; i++)
         free(paths[i]);
     case_outputs_free(&outputs);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return rc == BACKEND_OK ? EXIT_OK : rc == BACKEND_BAD_INPUT ? EXIT_BAD_INPUT : EXIT_BACKEND;
 }

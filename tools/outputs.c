@@ -10,14 +10,14 @@
 
 #include "cli.h"
 
-int case_outputs_alloc(const golden_case *c, case_outputs *o, char *err, size_t err_len)
+int case_outputs_alloc(const moeperm_golden_case *c, case_outputs *o, char *err, size_t err_len)
 {
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < c->tensor_count; i++) {
-        const golden_tensor *t = &c->tensors[i];
-        if (t->role != GOLDEN_ROLE_OUTPUT)
+        const moeperm_golden_tensor *t = &c->tensors[i];
+        if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
             continue;
-        size_t bytes = (size_t)golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
+        size_t bytes = (size_t)moeperm_golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
         o->like[o->count] = t;
         o->data[o->count] = calloc(1, bytes ? bytes : 1);
         if (!o->data[o->count]) {
@@ -30,11 +30,11 @@ int case_outputs_alloc(const golden_case *c, case_outputs *o, char *err, size_t 
     return 0;
 }
 
-size_t case_output_count(const golden_case *c)
+size_t case_output_count(const moeperm_golden_case *c)
 {
     size_t n = 0;
     for (size_t i = 0; i < c->tensor_count; i++)
-        n += c->tensors[i].role == GOLDEN_ROLE_OUTPUT;
+        n += c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT;
     return n;
 }
 
@@ -45,7 +45,7 @@ void case_outputs_free(case_outputs *o)
     memset(o, 0, sizeof *o);
 }
 
-static backend_tensor problem_tensor(const golden_tensor *t, void *data)
+static backend_tensor problem_tensor(const moeperm_golden_tensor *t, void *data)
 {
     backend_tensor b;
     memset(&b, 0, sizeof b);
@@ -56,12 +56,12 @@ static backend_tensor problem_tensor(const golden_tensor *t, void *data)
     b.ndim = t->ndim;
     memcpy(b.shape, t->shape, sizeof b.shape);
     b.data = data;
-    b.bytes = (size_t)golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
+    b.bytes = (size_t)moeperm_golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
     b.present = true;
     return b;
 }
 
-void case_problem(const golden_case *c, const case_outputs *o, backend_problem *p)
+void case_problem(const moeperm_golden_case *c, const case_outputs *o, backend_problem *p)
 {
     memset(p, 0, sizeof *p);
     p->op = c->op;
@@ -78,12 +78,12 @@ void case_problem(const golden_case *c, const case_outputs *o, backend_problem *
     /* Every slot of the operator, in its argument order, absent optional
      * ones included, so a backend finds probs where the operator has it. */
     size_t count, out = 0;
-    const golden_slot *slots = golden_op_slots(c->op, &count);
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(c->op, &count);
     for (size_t i = 0; i < count; i++) {
-        const golden_tensor *t = golden_case_tensor_const(c, slots[i].name);
-        if (slots[i].role == GOLDEN_ROLE_INPUT) {
+        const moeperm_golden_tensor *t = moeperm_golden_case_tensor_const(c, slots[i].name);
+        if (slots[i].role == MOEPERM_GOLDEN_ROLE_INPUT) {
             p->inputs[p->input_count++] = problem_tensor(t, t ? t->data : NULL);
-        } else if (slots[i].role == GOLDEN_ROLE_OUTPUT) {
+        } else if (slots[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT) {
             void *data = NULL;
             for (size_t j = 0; t && j < o->count; j++)
                 if (o->like[j] == t)

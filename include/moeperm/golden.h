@@ -16,7 +16,7 @@
  * Structures are the caller's; functions that fill them say how to free
  * them.  Every function is safe to call from several threads on distinct
  * objects, except the writers, which install process-wide signal handlers
- * to clean up temporaries (see golden_case_write()).
+ * to clean up temporaries (see moeperm_golden_case_write()).
  *
  * Depends on libmoeperm (moeperm.h), json-c and Nettle.
  */
@@ -47,31 +47,31 @@ extern "C" {
 /* The format a manifest's "format" key names.  Version 2 names the operator
  * and every tensor's role; version 1 cases (MoeTokenPermuteGrad only) are
  * read as they are. */
-#define GOLDEN_FORMAT "moeperm-golden/2"
-#define GOLDEN_FORMAT_V1 "moeperm-golden/1"
+#define MOEPERM_GOLDEN_FORMAT "moeperm-golden/2"
+#define MOEPERM_GOLDEN_FORMAT_V1 "moeperm-golden/1"
 
 /* The largest extent a manifest may give a dimension (2^40): far above
  * anything a device holds, low enough that products of two of them and an
  * element size cannot overflow 64 bits. */
-#define GOLDEN_MAX_DIM (INT64_C(1) << 40)
+#define MOEPERM_GOLDEN_MAX_DIM (INT64_C(1) << 40)
 
 /* The most tensors a case has (MoeTokenUnpermuteGrad has seven). */
-#define GOLDEN_MAX_TENSORS 8
+#define MOEPERM_GOLDEN_MAX_TENSORS 8
 
 /* What a tensor of a case is to the operator. */
-typedef enum golden_role {
-    GOLDEN_ROLE_INPUT = 1,  /* read by the operator */
-    GOLDEN_ROLE_OUTPUT = 2, /* written by it: judged bit for bit */
-    GOLDEN_ROLE_EXACT = 3   /* float64 values of an output before rounding: they
+typedef enum moeperm_golden_role {
+    MOEPERM_GOLDEN_ROLE_INPUT = 1,  /* read by the operator */
+    MOEPERM_GOLDEN_ROLE_OUTPUT = 2, /* written by it: judged bit for bit */
+    MOEPERM_GOLDEN_ROLE_EXACT = 3   /* float64 values of an output before rounding: they
                              * inform a report, they are never judged */
-} golden_role;
+} moeperm_golden_role;
 
 /* "input", "output", "exact" (the manifest's words). */
-const char *golden_role_name(golden_role role);
+const char *moeperm_golden_role_name(moeperm_golden_role role);
 
-typedef struct golden_tensor {
+typedef struct moeperm_golden_tensor {
     const char *name;  /* the operator's name for it, e.g. "sorted_indices" (static) */
-    golden_role role;
+    moeperm_golden_role role;
     moeperm_dtype dtype;
     uint64_t ndim;
     int64_t shape[MOEPERM_MAX_DIMS];
@@ -79,11 +79,11 @@ typedef struct golden_tensor {
     char *path;  /* the file read (owned), NULL for a case built in memory */
     void *data;  /* contiguous row-major elements (owned), NULL when not loaded or empty */
     size_t bytes; /* of data: the product of shape and the element size */
-} golden_tensor;
+} moeperm_golden_tensor;
 
 /* The operator's attributes: what is not a tensor.  Only the fields of the
  * case's operator mean anything; the others are 0. */
-typedef struct golden_attrs {
+typedef struct moeperm_golden_attrs {
     int64_t top_k;          /* MoeTokenPermuteGrad: num_topk */
     int64_t num_out_tokens; /* MoeTokenPermute, as given (<= 0 counts from N*K) */
     bool padded_mode;       /* false: the only mode the operators take */
@@ -92,20 +92,20 @@ typedef struct golden_attrs {
     /* MoeTokenUnpermuteGrad with probs: the chip whose reduction order the
      * golden probs_grad follows (docs/unpermute-grad.md); 0 = the default */
     int64_t ub_bytes, vector_cores;
-} golden_attrs;
+} moeperm_golden_attrs;
 
 /* How the generator made the inputs, besides the seed (informative: read
  * leniently, never needed to judge).  NULL / 0 when unknown. */
-typedef struct golden_recipe {
+typedef struct moeperm_golden_recipe {
     char *routing;       /* "routed", "identity", "reverse", "random" */
     char *values;        /* the value kind of the first input, e.g. "normal" */
     char *probs_values;  /* the value kind of probs, when the case has them */
     int64_t num_experts; /* routed only */
     int64_t hot_percent; /* routed only */
     bool sentinels;      /* MoeTokenPermute: some expert ids are the index dtype's min/max */
-} golden_recipe;
+} moeperm_golden_recipe;
 
-typedef struct golden_case {
+typedef struct moeperm_golden_case {
     char *dir;           /* the case directory as given (owned) */
     char *manifest_path; /* its case.json (owned) */
     int format_version;  /* 1 or 2 */
@@ -115,50 +115,50 @@ typedef struct golden_case {
     char *generator;   /* manifest "generator" (owned) */
     char *command;     /* manifest "command": how to regenerate it (owned, may be NULL) */
     uint64_t seed;
-    golden_attrs attrs;
-    golden_recipe recipe;
+    moeperm_golden_attrs attrs;
+    moeperm_golden_recipe recipe;
     /* In the operator's argument order: inputs, outputs, then exact values. */
-    golden_tensor tensors[GOLDEN_MAX_TENSORS];
+    moeperm_golden_tensor tensors[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t tensor_count;
-} golden_case;
+} moeperm_golden_case;
 
-/* What golden_case_read() loads besides the manifest. */
+/* What moeperm_golden_case_read() loads besides the manifest. */
 enum {
-    GOLDEN_LOAD_INPUTS = 1,  /* the input tensors' data */
-    GOLDEN_LOAD_OUTPUTS = 2, /* the golden outputs' (and exact values') data */
-    GOLDEN_LOAD_ALL = 3,
-    GOLDEN_LOAD_NONE = 0 /* the manifest alone: every file's path is noted, none is read */
+    MOEPERM_GOLDEN_LOAD_INPUTS = 1,  /* the input tensors' data */
+    MOEPERM_GOLDEN_LOAD_OUTPUTS = 2, /* the golden outputs' (and exact values') data */
+    MOEPERM_GOLDEN_LOAD_ALL = 3,
+    MOEPERM_GOLDEN_LOAD_NONE = 0 /* the manifest alone: every file's path is noted, none is read */
 };
 
 /*
- * golden_case_read() reads the case in directory dir into *c: the manifest,
+ * moeperm_golden_case_read() reads the case in directory dir into *c: the manifest,
  * checked in full (format, operator, attributes, every tensor's role,
  * dtype, shape and file name), and the tensors that load asks for, each
  * checked for size and sha256.  The shapes are then put to the operator's
  * own first phase (libmoeperm), so a case the reference would refuse is
  * refused here with the library's sentence.  Files may be raw .bin or
  * numpy .npy (docs/golden-format.md).  Returns 0, or -1 with a sentence in
- * err; *c is then empty (golden_case_free() is harmless).
+ * err; *c is then empty (moeperm_golden_case_free() is harmless).
  */
-int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, size_t err_len);
+int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case *c, char *err, size_t err_len);
 
-/* golden_case_free() frees what *c owns and empties it. */
-void golden_case_free(golden_case *c);
+/* moeperm_golden_case_free() frees what *c owns and empties it. */
+void moeperm_golden_case_free(moeperm_golden_case *c);
 
 /* The tensor of c called name, or NULL when c has none. */
-golden_tensor *golden_case_tensor(golden_case *c, const char *name);
-const golden_tensor *golden_case_tensor_const(const golden_case *c, const char *name);
+moeperm_golden_tensor *moeperm_golden_case_tensor(moeperm_golden_case *c, const char *name);
+const moeperm_golden_tensor *moeperm_golden_case_tensor_const(const moeperm_golden_case *c, const char *name);
 
 /* The number of elements of t (the product of its shape). */
-uint64_t golden_tensor_elements(const golden_tensor *t);
+uint64_t moeperm_golden_tensor_elements(const moeperm_golden_tensor *t);
 
 /*
- * golden_case_write() writes c (manifest and every tensor with data) as the
+ * moeperm_golden_case_write() writes c (manifest and every tensor with data) as the
  * case directory path, atomically: into a temporary sibling directory
  * (".NAME.tmp.XXXXXX") first, then put in place, so the name holds either
  * the old case or the new one, whole.  An existing path is replaced only
  * when force is true and it is a case: a directory holding case.json and
- * nothing but files a case can hold (golden_case_file_name()), or an empty
+ * nothing but files a case can hold (moeperm_golden_case_file_name()), or an empty
  * directory; anything else is refused with a sentence naming the directory
  * and its first (byte order) unexpected entry.  The new case and the old
  * one swap names in one step (renameat2 RENAME_EXCHANGE), so path holds a
@@ -176,15 +176,15 @@ uint64_t golden_tensor_elements(const golden_tensor *t);
  * which dot name (readers skip it).  Not thread safe (signal handlers and
  * a process-wide table of temporaries).
  */
-int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len);
 
 /* Whether name is a file a case directory may hold: case.json, or a
  * tensor file ("<tensor>.bin" or "<tensor>.npy") of any operator. */
-bool golden_case_file_name(const char *name);
+bool moeperm_golden_case_file_name(const char *name);
 
 /*
- * golden_find_cases() finds every directory at or below root that holds a
+ * moeperm_golden_find_cases() finds every directory at or below root that holds a
  * case.json (any kind of entry by that name, a dangling link included: the
  * reader then says what is wrong with it), in byte order of their paths
  * (the same whatever the file system's order).  Symbolic links to
@@ -197,18 +197,18 @@ bool golden_case_file_name(const char *name);
  * parked by an interrupted replacement (".NAME.old.XXXXXX") whose NAME is
  * absent: a corpus is never judged with a case silently missing.  *dirs
  * receives a malloc'd array of *count malloc'd paths (free with
- * golden_free_paths()).  Returns 0 or -1 with a sentence in err naming the
+ * moeperm_golden_free_paths()).  Returns 0 or -1 with a sentence in err naming the
  * path and the reason.
  */
-int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len);
-void golden_free_paths(char **paths, size_t count);
+int moeperm_golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len);
+void moeperm_golden_free_paths(char **paths, size_t count);
 
 /* ---------------------------------------------------------------------- */
 /* Tensor files                                                           */
 /* ---------------------------------------------------------------------- */
 
 /*
- * golden_tensor_read_file() reads the file at path as a tensor shaped and
+ * moeperm_golden_tensor_read_file() reads the file at path as a tensor shaped and
  * typed like `like` (its dtype and shape; its data is not used): a raw
  * little-endian file of exactly that many bytes, or a numpy .npy file
  * (format 1.0, 2.0 or 3.0, little-endian, C order) of that dtype (bf16 as
@@ -218,11 +218,11 @@ void golden_free_paths(char **paths, size_t count);
  * raw file that starts like a numpy file gets the hint to name it .npy.
  * Returns 0 or -1 with a sentence in err.
  */
-int golden_tensor_read_file(const char *path, const golden_tensor *like, void **data,
+int moeperm_golden_tensor_read_file(const char *path, const moeperm_golden_tensor *like, void **data,
                             char *err, size_t err_len);
 
 /*
- * golden_tensor_from_file() reads a user's own tensor file into t (its
+ * moeperm_golden_tensor_from_file() reads a user's own tensor file into t (its
  * dtype, ndim, shape, bytes and data; name, role and file are left to the
  * caller): a .npy file, whose header gives the shape and, when dtype is
  * negative, the dtype ('<f4' float32, '<f2' float16, '<u2', '<i2' or '<V2'
@@ -231,26 +231,26 @@ int golden_tensor_read_file(const char *path, const golden_tensor *like, void **
  * file must have that many dims.  Returns 0, or -1 with a sentence in err
  * (t->data is then NULL).
  */
-int golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
-                            golden_tensor *t, char *err, size_t err_len);
+int moeperm_golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
+                            moeperm_golden_tensor *t, char *err, size_t err_len);
 
 /*
- * golden_tensor_write_file() writes the elements at data, shaped and typed
+ * moeperm_golden_tensor_write_file() writes the elements at data, shaped and typed
  * like `like`, to path: as a .npy file (format 1.0; bf16 as '<u2') when
  * path ends in ".npy", else raw.  The file appears atomically (a temporary
  * beside it, then renamed) and only whole.  Returns 0 or -1 with a
  * sentence in err.
  */
-int golden_tensor_write_file(const char *path, const golden_tensor *like, const void *data,
+int moeperm_golden_tensor_write_file(const char *path, const moeperm_golden_tensor *like, const void *data,
                              char *err, size_t err_len);
 
-/* golden_write_file_atomic() writes size bytes to path through a temporary
+/* moeperm_golden_write_file_atomic() writes size bytes to path through a temporary
  * file in the same directory and rename(): on failure the temporary is
  * removed and any earlier file at path is untouched.  Something at path
  * that is not a regular file (a link, device, FIFO, socket, directory) is
  * never replaced: that is a failure too.  Returns 0 or -1 with a sentence
  * in err. */
-int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
+int moeperm_golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len);
 
 /* ---------------------------------------------------------------------- */
@@ -258,82 +258,82 @@ int golden_write_file_atomic(const char *path, const void *data, size_t size, ch
 /* ---------------------------------------------------------------------- */
 
 /* One tensor an operator takes or gives, in its argument order. */
-typedef struct golden_slot {
+typedef struct moeperm_golden_slot {
     const char *name; /* manifest key and file stem, e.g. "permuted_tokens" */
-    golden_role role;
+    moeperm_golden_role role;
     bool optional;    /* probs and what comes with them */
-} golden_slot;
+} moeperm_golden_slot;
 
 /* The tensors of op (*count of them), or NULL for an unknown op. */
-const golden_slot *golden_op_slots(moeperm_op op, size_t *count);
+const moeperm_golden_slot *moeperm_golden_op_slots(moeperm_op op, size_t *count);
 
 /*
- * golden_run_reference() computes c's outputs with libmoeperm's public
+ * moeperm_golden_run_reference() computes c's outputs with libmoeperm's public
  * two-phase API: outputs[i] receives the i-th tensor of c whose role is
- * GOLDEN_ROLE_OUTPUT (contiguous, its shape and dtype), and, where c has
- * exact values, exact[i] the i-th GOLDEN_ROLE_EXACT tensor (exact may be
+ * MOEPERM_GOLDEN_ROLE_OUTPUT (contiguous, its shape and dtype), and, where c has
+ * exact values, exact[i] the i-th MOEPERM_GOLDEN_ROLE_EXACT tensor (exact may be
  * NULL to skip them).  c's inputs must be loaded.  Returns MOEPERM_SUCCESS
  * or the operator's status with its sentence in err.  Every backend and the
  * generator share this one call of the library per operator.
  */
-moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
+moeperm_status moeperm_golden_run_reference(const moeperm_golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len);
 
 /*
- * golden_case_finish() completes a case whose operator, attributes and
+ * moeperm_golden_case_finish() completes a case whose operator, attributes and
  * inputs are set (a case made from a user's own tensors, or by the
  * generator): it adds the outputs, shaped as the operator shapes them
  * (and, for MoeTokenUnpermuteGrad with probs, the exact values of
- * probs_grad), and computes them with golden_run_reference().  Outputs
+ * probs_grad), and computes them with moeperm_golden_run_reference().  Outputs
  * start zeroed, so elements the operator leaves untouched read 0.  Returns
  * 0, or -1 with a sentence in err: the library's, naming the bad value,
  * when the operator refuses the inputs.  c keeps what was added either
- * way; golden_case_free() frees it.
+ * way; moeperm_golden_case_free() frees it.
  */
-int golden_case_finish(golden_case *c, char *err, size_t err_len);
+int moeperm_golden_case_finish(moeperm_golden_case *c, char *err, size_t err_len);
 
 /* The first phase alone: whether the operator takes c's shapes, dtypes,
  * attributes (and, when they are loaded, indices), with the library's
  * status and sentence when it does not.  Nothing is written. */
-moeperm_status golden_check_reference(const golden_case *c, char *err, size_t err_len);
+moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------- */
 /* The generator                                                          */
 /* ---------------------------------------------------------------------- */
 
 /* How sorted_indices (or, for MoeTokenPermute, the expert ids) are made. */
-typedef enum golden_routing {
-    GOLDEN_ROUTING_ROUTED,   /* top_k distinct experts per token, some hot */
-    GOLDEN_ROUTING_IDENTITY, /* sorted_indices[i] = i */
-    GOLDEN_ROUTING_REVERSE,  /* sorted_indices[i] = T*K-1-i */
-    GOLDEN_ROUTING_RANDOM    /* a uniformly random permutation */
-} golden_routing;
+typedef enum moeperm_golden_routing {
+    MOEPERM_GOLDEN_ROUTING_ROUTED,   /* top_k distinct experts per token, some hot */
+    MOEPERM_GOLDEN_ROUTING_IDENTITY, /* sorted_indices[i] = i */
+    MOEPERM_GOLDEN_ROUTING_REVERSE,  /* sorted_indices[i] = T*K-1-i */
+    MOEPERM_GOLDEN_ROUTING_RANDOM    /* a uniformly random permutation */
+} moeperm_golden_routing;
 
 /* The values of a floating-point input, each kind one device question
  * (docs/golden-format.md). */
-typedef enum golden_values {
-    GOLDEN_VALUES_NORMAL,    /* gradient-like values in (-1, 1), mixed magnitudes */
-    GOLDEN_VALUES_NAN_INF,   /* NaN and infinity propagation */
-    GOLDEN_VALUES_SUBNORMAL, /* subnormal inputs and subnormal sums */
-    GOLDEN_VALUES_OVERFLOW,  /* overflow in the sum and in the narrowing */
-    GOLDEN_VALUES_ROUNDING,  /* RNE ties, cancellation, signed zero */
-    GOLDEN_VALUES_NEGZERO,   /* every element -0.0 */
-    GOLDEN_VALUES_BITS,      /* uniformly random bit patterns */
+typedef enum moeperm_golden_values {
+    MOEPERM_GOLDEN_VALUES_NORMAL,    /* gradient-like values in (-1, 1), mixed magnitudes */
+    MOEPERM_GOLDEN_VALUES_NAN_INF,   /* NaN and infinity propagation */
+    MOEPERM_GOLDEN_VALUES_SUBNORMAL, /* subnormal inputs and subnormal sums */
+    MOEPERM_GOLDEN_VALUES_OVERFLOW,  /* overflow in the sum and in the narrowing */
+    MOEPERM_GOLDEN_VALUES_ROUNDING,  /* RNE ties, cancellation, signed zero */
+    MOEPERM_GOLDEN_VALUES_NEGZERO,   /* every element -0.0 */
+    MOEPERM_GOLDEN_VALUES_BITS,      /* uniformly random bit patterns */
     /* Kinds whose tensors are made together, keyed by the same draws, so
      * that a token value meets the prob it is meant for: */
-    GOLDEN_VALUES_MASKING,   /* probs +0/-0 exactly where the permuted rows hold inf and NaN */
-    GOLDEN_VALUES_GRAD_INF,  /* inf and NaN in the gradient of every odd token */
-    GOLDEN_VALUES_PRODUCT_ROUNDING,  /* fp32 product ties, cancelling products */
-    GOLDEN_VALUES_PRODUCT_SUBNORMAL, /* products in the fp32 subnormal range */
-    GOLDEN_VALUES_PRODUCT_OVERFLOW,  /* products and sums beyond the largest finite */
-    GOLDEN_VALUES_CANCEL,    /* dot products that cancel: the sum depends on its order */
-    GOLDEN_VALUES_TINY,      /* dot products too small for bf16/fp16: signed zeros */
-    GOLDEN_VALUES_ONE        /* probs: every one 1.0 (the other tensors normal) */
-} golden_values;
+    MOEPERM_GOLDEN_VALUES_MASKING,   /* probs +0/-0 exactly where the permuted rows hold inf and NaN */
+    MOEPERM_GOLDEN_VALUES_GRAD_INF,  /* inf and NaN in the gradient of every odd token */
+    MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING,  /* fp32 product ties, cancelling products */
+    MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL, /* products in the fp32 subnormal range */
+    MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW,  /* products and sums beyond the largest finite */
+    MOEPERM_GOLDEN_VALUES_CANCEL,    /* dot products that cancel: the sum depends on its order */
+    MOEPERM_GOLDEN_VALUES_TINY,      /* dot products too small for bf16/fp16: signed zeros */
+    MOEPERM_GOLDEN_VALUES_ONE        /* probs: every one 1.0 (the other tensors normal) */
+} moeperm_golden_values;
 
 /* Everything that decides a generated case: the same spec gives the same
  * bytes on any machine and any number of threads. */
-typedef struct golden_spec {
+typedef struct moeperm_golden_spec {
     moeperm_op op;             /* 0 is read as MOEPERM_OP_PERMUTE_GRAD */
     char name[96];             /* the case directory's name */
     char description[256];
@@ -347,100 +347,100 @@ typedef struct golden_spec {
     int64_t num_experts;       /* routed only; 0: the default (max(64, 2*top_k)) */
     int hot_percent;           /* routed only: share of picks among the hot eighth */
     bool sentinels;            /* MoeTokenPermute: some ids are the index dtype's min/max */
-    golden_values values;      /* of the first floating-point input */
-    golden_values probs_values; /* of probs */
-    golden_routing routing;
+    moeperm_golden_values values;      /* of the first floating-point input */
+    moeperm_golden_values probs_values; /* of probs */
+    moeperm_golden_routing routing;
     int64_t ub_bytes, vector_cores; /* MoeTokenUnpermuteGrad's chip; 0: the default */
     uint64_t seed;
-} golden_spec;
+} moeperm_golden_spec;
 
 /* Names as the command line takes them; parse returns false if unknown. */
-const char *golden_routing_name(golden_routing routing);
-bool golden_routing_parse(const char *name, golden_routing *routing);
-const char *golden_values_name(golden_values values);
-bool golden_values_parse(const char *name, golden_values *values);
+const char *moeperm_golden_routing_name(moeperm_golden_routing routing);
+bool moeperm_golden_routing_parse(const char *name, moeperm_golden_routing *routing);
+const char *moeperm_golden_values_name(moeperm_golden_values values);
+bool moeperm_golden_values_parse(const char *name, moeperm_golden_values *values);
 /* Comma-separated lists of all the names, for usage messages. */
-const char *golden_routing_names(void);
-const char *golden_values_names(void);
+const char *moeperm_golden_routing_names(void);
+const char *moeperm_golden_values_names(void);
 
 /* A spec with the defaults of `moeperm golden`: op, dtype and sizes as
  * given, routed over the default experts, normal values, seed 1. */
-golden_spec golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
+moeperm_golden_spec moeperm_golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
                                 int64_t top_k, int64_t hidden_size);
 
 /* A name for a one-off case from its spec ("bf16-t4-k2-h16-routed-normal-s1"). */
-void golden_spec_default_name(golden_spec *spec);
+void moeperm_golden_spec_default_name(moeperm_golden_spec *spec);
 
 /*
- * golden_spec_check() validates a spec before any work: sizes positive and
+ * moeperm_golden_spec_check() validates a spec before any work: sizes positive and
  * bounded, num_rows within tokens_num*top_k, enough experts for top_k, the
  * name a plain directory name, dtypes the operator takes.  Returns 0 or -1
  * with a sentence in err.
  */
-int golden_spec_check(const golden_spec *spec, char *err, size_t err_len);
+int moeperm_golden_spec_check(const moeperm_golden_spec *spec, char *err, size_t err_len);
 
 /*
- * golden_generate() builds the case of spec in *c: inputs from the
+ * moeperm_golden_generate() builds the case of spec in *c: inputs from the
  * counter-based PRNG (docs/golden-format.md), and the outputs from
- * libmoeperm through golden_run_reference().  command, when not NULL, is
+ * libmoeperm through moeperm_golden_run_reference().  command, when not NULL, is
  * recorded as the command that regenerates the case.  Returns 0 or -1 with
  * a sentence in err (*c is then empty).
  */
-int golden_generate(const golden_spec *spec, const char *command, golden_case *c, char *err,
+int moeperm_golden_generate(const moeperm_golden_spec *spec, const char *command, moeperm_golden_case *c, char *err,
                     size_t err_len);
 
 /*
- * golden_generate_write() is golden_generate() then golden_case_write(c,
+ * moeperm_golden_generate_write() is moeperm_golden_generate() then moeperm_golden_case_write(c,
  * path, force): the same files, byte for byte, but each tensor is hashed
  * and written (by two threads of its own) while its later rows and the
  * next tensors are made and while the reference runs, so that making a
  * large case overlaps writing it.  path is checked (and refused without
- * force when it exists) before anything is made.  Returns as golden_case_write() does: 0, 1, or
+ * force when it exists) before anything is made.  Returns as moeperm_golden_case_write() does: 0, 1, or
  * -1 when writing failed; or -2 with a sentence in err when spec is
  * refused or generating fails (the library refuses the case, memory runs
  * out).  Nothing at path changes on -1 or -2.  Not thread safe, as
- * golden_case_write().
+ * moeperm_golden_case_write().
  */
-int golden_generate_write(const golden_spec *spec, const char *command, const char *path,
+int moeperm_golden_generate_write(const moeperm_golden_spec *spec, const char *command, const char *path,
                           bool force, char *err, size_t err_len);
 
 /* A built-in suite: a named list of specs, each there for a reason. */
-typedef struct golden_suite {
+typedef struct moeperm_golden_suite {
     const char *name;
     const char *description;
     bool in_default; /* written by `moeperm golden` without --suite */
-} golden_suite;
+} moeperm_golden_suite;
 
 /* The built-in suites, *count of them, in their fixed order. */
-const golden_suite *golden_suites(size_t *count);
-const golden_suite *golden_suite_find(const char *name);
+const moeperm_golden_suite *moeperm_golden_suites(size_t *count);
+const moeperm_golden_suite *moeperm_golden_suite_find(const char *name);
 
 /*
- * golden_suite_specs() lists the cases of a suite with the given base seed:
+ * moeperm_golden_suite_specs() lists the cases of a suite with the given base seed:
  * *specs is a malloc'd array of *count specs (free()).  Returns 0 or -1
  * when memory runs out.
  */
-int golden_suite_specs(const golden_suite *suite, uint64_t seed, golden_spec **specs,
+int moeperm_golden_suite_specs(const moeperm_golden_suite *suite, uint64_t seed, moeperm_golden_spec **specs,
                        size_t *count);
 
 /* The seed `moeperm golden` uses without --seed. */
-#define GOLDEN_DEFAULT_SEED 1
+#define MOEPERM_GOLDEN_DEFAULT_SEED 1
 
 /* ---------------------------------------------------------------------- */
 /* The judge                                                              */
 /* ---------------------------------------------------------------------- */
 
 /* How many differing elements a report lists one by one. */
-#define GOLDEN_COMPARE_FIRST 8
+#define MOEPERM_GOLDEN_COMPARE_FIRST 8
 
-typedef struct golden_diff {
+typedef struct moeperm_golden_diff {
     int64_t token, column;
     uint32_t expected, actual; /* raw bits (16 or 32 of them) */
-} golden_diff;
+} moeperm_golden_diff;
 
-struct golden_where; /* where the differences lie, as groups (internal) */
+struct moeperm_golden_where; /* where the differences lie, as groups (internal) */
 
-typedef struct golden_compare_result {
+typedef struct moeperm_golden_compare_result {
     uint64_t elements;     /* compared */
     uint64_t differing;    /* elements whose bits differ (NaN-aware unless strict) */
     uint64_t nan_mismatch; /* of those, a NaN against a number */
@@ -448,97 +448,97 @@ typedef struct golden_compare_result {
     /* Of the differing elements, those where either value is a NaN or an
      * infinity: never within an ULP tolerance, however close their bits. */
     uint64_t nonfinite_differing;
-    golden_diff first[GOLDEN_COMPARE_FIRST];
+    moeperm_golden_diff first[MOEPERM_GOLDEN_COMPARE_FIRST];
     size_t first_count;
     char *where; /* malloc'd summary of token and column ranges, NULL if none */
-    struct golden_where *ranges; /* the same as groups, for the reports (owned) */
+    struct moeperm_golden_where *ranges; /* the same as groups, for the reports (owned) */
     /* What the report calls a row and a column ("token", "column"; static
      * strings; column_noun NULL for a tensor of one dimension). */
     const char *row_noun, *column_noun;
-} golden_compare_result;
+} moeperm_golden_compare_result;
 
 /* What a comparison concludes, given an ULP tolerance. */
-typedef enum golden_verdict {
-    GOLDEN_VERDICT_SAME,             /* bit for bit (any NaN equals any NaN unless strict) */
-    GOLDEN_VERDICT_WITHIN_TOLERANCE, /* differs, every difference finite and within max_ulp */
-    GOLDEN_VERDICT_DIFFERENT         /* anything further */
-} golden_verdict;
+typedef enum moeperm_golden_verdict {
+    MOEPERM_GOLDEN_VERDICT_SAME,             /* bit for bit (any NaN equals any NaN unless strict) */
+    MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE, /* differs, every difference finite and within max_ulp */
+    MOEPERM_GOLDEN_VERDICT_DIFFERENT         /* anything further */
+} moeperm_golden_verdict;
 
 /*
- * golden_compare_verdict() judges r with a tolerance of max_ulp units in
+ * moeperm_golden_compare_verdict() judges r with a tolerance of max_ulp units in
  * the last place: SAME when nothing differs; WITHIN_TOLERANCE when
  * max_ulp > 0 and every differing element is a pair of finite values at
- * most max_ulp apart on the ordered line of golden_ulp_distance() (so +0
+ * most max_ulp apart on the ordered line of moeperm_golden_ulp_distance() (so +0
  * against -0 is 1 ulp, and the largest finite value against infinity is
  * never within); DIFFERENT otherwise.  With max_ulp = 0 it is SAME or
  * DIFFERENT, the bit-exact contract.  Thread safe.
  */
-golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp);
+moeperm_golden_verdict moeperm_golden_compare_verdict(const moeperm_golden_compare_result *r, uint64_t max_ulp);
 
 /* "same", "within-tolerance" or "different": the names reports use. */
-const char *golden_verdict_name(golden_verdict verdict);
+const char *moeperm_golden_verdict_name(moeperm_golden_verdict verdict);
 
 /*
- * golden_ulp_distance() is the distance between two values of dtype on the
+ * moeperm_golden_ulp_distance() is the distance between two values of dtype on the
  * ordered integer line of the format: bits with sign s and magnitude m map
  * to m when s = 0 and to -m - 1 when s = 1, so +0 and -0 are 1 apart, the
  * largest finite value and infinity are 1 apart, and adjacent values are
  * always 1 apart.  NaNs sit beyond infinity on this line.
  */
-uint64_t golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b);
+uint64_t moeperm_golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b);
 
 /*
- * golden_compare() compares tokens*hidden elements of dtype (expected is
+ * moeperm_golden_compare() compares tokens*hidden elements of dtype (expected is
  * the golden output; tokens and hidden are its rows and columns: a tensor
  * of more dimensions is compared as [shape[0], the product of the rest],
  * one of a single dimension as [shape[0], 1]).  Two NaNs are equal whatever their bits unless
  * strict_nan.  Returns 0 and fills *r, or -1 when memory runs out.  Free
- * with golden_compare_free().
+ * with moeperm_golden_compare_free().
  */
-int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
-                   const void *actual, bool strict_nan, golden_compare_result *r);
-/* golden_compare() with the words the report uses for a row and a column
+int moeperm_golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
+                   const void *actual, bool strict_nan, moeperm_golden_compare_result *r);
+/* moeperm_golden_compare() with the words the report uses for a row and a column
  * (static strings: "row", "slot"...; column_noun NULL when the tensor has
  * one dimension). */
-int golden_compare_named(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
+int moeperm_golden_compare_named(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
                          const void *actual, bool strict_nan, const char *row_noun,
-                         const char *column_noun, golden_compare_result *r);
-void golden_compare_free(golden_compare_result *r);
+                         const char *column_noun, moeperm_golden_compare_result *r);
+void moeperm_golden_compare_free(moeperm_golden_compare_result *r);
 
 /* The value of raw bits of dtype as a float (for messages). */
-float golden_bits_value(moeperm_dtype dtype, uint32_t bits);
+float moeperm_golden_bits_value(moeperm_dtype dtype, uint32_t bits);
 
-/* golden_compare_report() prints the mismatch report (nothing when equal),
+/* moeperm_golden_compare_report() prints the mismatch report (nothing when equal),
  * each line starting with indent. */
-void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_result *r,
+void moeperm_golden_compare_report(FILE *f, moeperm_dtype dtype, const moeperm_golden_compare_result *r,
                            const char *indent);
 
 /* A one-line summary ("3 of 4096 elements differ, max 1 ulp, ..."),
  * malloc'd, for JUnit failure messages. */
-char *golden_compare_summary(moeperm_dtype dtype, const golden_compare_result *r);
+char *moeperm_golden_compare_summary(moeperm_dtype dtype, const moeperm_golden_compare_result *r);
 
 /* ---------------------------------------------------------------------- */
 /* JUnit XML                                                              */
 /* ---------------------------------------------------------------------- */
 
-typedef enum golden_outcome {
-    GOLDEN_PASS,
-    GOLDEN_MISMATCH, /* a <failure>: bits differ */
-    GOLDEN_ERROR     /* an <error>: bad case or backend failure */
-} golden_outcome;
+typedef enum moeperm_golden_outcome {
+    MOEPERM_GOLDEN_PASS,
+    MOEPERM_GOLDEN_MISMATCH, /* a <failure>: bits differ */
+    MOEPERM_GOLDEN_ERROR     /* an <error>: bad case or backend failure */
+} moeperm_golden_outcome;
 
-typedef struct golden_junit golden_junit;
+typedef struct moeperm_golden_junit moeperm_golden_junit;
 
 /* A collector of one testcase per golden case; NULL when memory runs out. */
-golden_junit *golden_junit_new(const char *suite_name);
+moeperm_golden_junit *moeperm_golden_junit_new(const char *suite_name);
 /* Adds a testcase: name is the case directory, message the summary line,
  * details the full report (may be NULL).  Returns 0 or -1 (no memory). */
-int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_outcome outcome,
+int moeperm_golden_junit_add(moeperm_golden_junit *j, const char *name, double seconds, moeperm_golden_outcome outcome,
                      const char *message, const char *details);
 /* Writes the XML to path atomically.  Returns 0 or -1 with a sentence in
  * err. */
-int golden_junit_write(const golden_junit *j, const char *path, char *err, size_t err_len);
-void golden_junit_free(golden_junit *j);
+int moeperm_golden_junit_write(const moeperm_golden_junit *j, const char *path, char *err, size_t err_len);
+void moeperm_golden_junit_free(moeperm_golden_junit *j);
 
 /* Writes s into f with XML escaping, for attributes and text alike.  The
  * output is always well-formed UTF-8 of XML 1.0 characters: valid UTF-8 in
@@ -546,24 +546,24 @@ void golden_junit_free(golden_junit *j);
  * character XML 1.0 cannot carry (control characters other than tab, line
  * feed and carriage return, which become character references; DEL; U+FFFE,
  * U+FFFF) is written as a visible "\xHH" escape of its bytes. */
-void golden_xml_escape(FILE *f, const char *s);
+void moeperm_golden_xml_escape(FILE *f, const char *s);
 
 /* ---------------------------------------------------------------------- */
 /* Judging a case's outputs                                               */
 /* ---------------------------------------------------------------------- */
 
-typedef struct golden_judge_options {
+typedef struct moeperm_golden_judge_options {
     bool strict_nan;  /* NaNs must match bit for bit (default: any NaN equals any NaN) */
     uint64_t max_ulp; /* elements within this many ulp count as within tolerance;
                        * 0 is the bit-exact contract */
     bool diagnose;    /* test the catalogue of known kernel bugs on what differs */
-} golden_judge_options;
+} moeperm_golden_judge_options;
 
 /* The judgement of one case's outputs (opaque). */
-typedef struct golden_judgement golden_judgement;
+typedef struct moeperm_golden_judgement moeperm_golden_judgement;
 
 /*
- * golden_judge() compares every output of c (loaded: its golden outputs,
+ * moeperm_golden_judge() compares every output of c (loaded: its golden outputs,
  * and its inputs too when options->diagnose) with actual[i], the i-th
  * output of c in c's order, contiguous, of the golden output's dtype and
  * shape; computes the error statistics Ascend's precision tools report;
@@ -572,59 +572,59 @@ typedef struct golden_judgement golden_judgement;
  * MoeTokenUnpermuteGrad's probs_grad it also says whether each difference
  * stays within the error any order of the reduction could make around the
  * exact dot product ("order": the device sums in another order) or not
- * ("wrong").  Returns 0 with *j set (free with golden_judgement_free()),
+ * ("wrong").  Returns 0 with *j set (free with moeperm_golden_judgement_free()),
  * or -1 with a sentence in err.  Thread safe on distinct objects.
  */
-int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
-                 golden_judgement **j, char *err, size_t err_len);
-void golden_judgement_free(golden_judgement *j);
+int moeperm_golden_judge(const moeperm_golden_case *c, void *const *actual, const moeperm_golden_judge_options *options,
+                 moeperm_golden_judgement **j, char *err, size_t err_len);
+void moeperm_golden_judgement_free(moeperm_golden_judgement *j);
 
 /* The case's verdict: the worst of its outputs'. */
-golden_verdict golden_judgement_verdict(const golden_judgement *j);
+moeperm_golden_verdict moeperm_golden_judgement_verdict(const moeperm_golden_judgement *j);
 /* Its outputs, in the case's order. */
-size_t golden_judgement_output_count(const golden_judgement *j);
-const char *golden_judgement_output_name(const golden_judgement *j, size_t i);
-golden_verdict golden_judgement_output_verdict(const golden_judgement *j, size_t i);
-const golden_compare_result *golden_judgement_output_compare(const golden_judgement *j,
+size_t moeperm_golden_judgement_output_count(const moeperm_golden_judgement *j);
+const char *moeperm_golden_judgement_output_name(const moeperm_golden_judgement *j, size_t i);
+moeperm_golden_verdict moeperm_golden_judgement_output_verdict(const moeperm_golden_judgement *j, size_t i);
+const moeperm_golden_compare_result *moeperm_golden_judgement_output_compare(const moeperm_golden_judgement *j,
                                                               size_t i);
 /* The findings of output i, best first: their stable ids ("missing-slot",
  * "token-block-shift", "order", ...), one sentence each, and whether the
  * model reproduces the output exactly. */
-size_t golden_judgement_finding_count(const golden_judgement *j, size_t i);
-const char *golden_judgement_finding_id(const golden_judgement *j, size_t i, size_t k);
-const char *golden_judgement_finding_detail(const golden_judgement *j, size_t i, size_t k);
-bool golden_judgement_finding_exact(const golden_judgement *j, size_t i, size_t k);
+size_t moeperm_golden_judgement_finding_count(const moeperm_golden_judgement *j, size_t i);
+const char *moeperm_golden_judgement_finding_id(const moeperm_golden_judgement *j, size_t i, size_t k);
+const char *moeperm_golden_judgement_finding_detail(const moeperm_golden_judgement *j, size_t i, size_t k);
+bool moeperm_golden_judgement_finding_exact(const moeperm_golden_judgement *j, size_t i, size_t k);
 
 /*
- * golden_judgement_report() writes the text report `moeperm compare` and
+ * moeperm_golden_judgement_report() writes the text report `moeperm compare` and
  * `moeperm check` print (nothing when every output is the same): per output
  * that differs, the diagnosis first, then the counts, the first
  * differences and where they lie; each line starts with indent.
- * golden_judgement_summary() returns one line for the case (malloc'd; NULL
+ * moeperm_golden_judgement_summary() returns one line for the case (malloc'd; NULL
  * when memory runs out).
  */
-void golden_judgement_report(FILE *f, const golden_judgement *j, const char *indent);
-char *golden_judgement_summary(const golden_judgement *j);
+void moeperm_golden_judgement_report(FILE *f, const moeperm_golden_judgement *j, const char *indent);
+char *moeperm_golden_judgement_summary(const moeperm_golden_judgement *j);
 
 /*
  * The machine-readable report (docs/judging.md): a collector of cases,
- * written as one JSON document.  golden_json_report_add_case() opens the
+ * written as one JSON document.  moeperm_golden_json_report_add_case() opens the
  * next case (case_path as the tool names it, op NULL when unknown);
- * golden_json_report_add_judgement() records its outputs;
- * golden_json_report_set_error() marks it an error, with the sentence that
+ * moeperm_golden_json_report_add_judgement() records its outputs;
+ * moeperm_golden_json_report_set_error() marks it an error, with the sentence that
  * says why.  _write_path() writes the document atomically to path, or to
  * standard output when path is "-".  Functions returning int return 0, or
  * -1 (with a sentence in err where there is one).  Not thread safe: one
  * collector per thread.
  */
-typedef struct golden_json_report golden_json_report;
-golden_json_report *golden_json_report_new(void);
-int golden_json_report_add_case(golden_json_report *r, const char *case_path, const char *op);
-int golden_json_report_add_judgement(golden_json_report *r, const golden_judgement *j);
-int golden_json_report_set_error(golden_json_report *r, const char *sentence);
-int golden_json_report_write_path(const golden_json_report *r, const char *path, char *err,
+typedef struct moeperm_golden_json_report moeperm_golden_json_report;
+moeperm_golden_json_report *moeperm_golden_json_report_new(void);
+int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const char *case_path, const char *op);
+int moeperm_golden_json_report_add_judgement(moeperm_golden_json_report *r, const moeperm_golden_judgement *j);
+int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence);
+int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, const char *path, char *err,
                                   size_t err_len);
-void golden_json_report_free(golden_json_report *r);
+void moeperm_golden_json_report_free(moeperm_golden_json_report *r);
 
 /* ---------------------------------------------------------------------- */
 /* Names                                                                  */
@@ -632,12 +632,12 @@ void golden_json_report_free(golden_json_report *r);
 
 /* The manifest name of a dtype: "float32", "float16", "bf16", "int8",
  * "int32", "int64", "float64". */
-const char *golden_dtype_name(moeperm_dtype dtype);
+const char *moeperm_golden_dtype_name(moeperm_dtype dtype);
 
 /* Parses a dtype as a user types it: "float32" or "fp32", "float16" or
  * "fp16", "bf16" or "bfloat16", "int8", "int32", "int64", "float64".
  * Returns false when name is none of them. */
-bool golden_dtype_parse(const char *name, moeperm_dtype *dtype);
+bool moeperm_golden_dtype_parse(const char *name, moeperm_dtype *dtype);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -3,8 +3,8 @@ conventions of include/moeperm/golden.h (a char buffer for the sentence of a
 failure, malloc'd memory the library frees).
 
 The structures mirror golden.h field for field; ctypes lays them out as the
-C compiler does.  Memory a golden_case owns (names, tensor data) is
-allocated here with the C library's malloc, so that golden_case_free()
+C compiler does.  Memory a moeperm_golden_case owns (names, tensor data) is
+allocated here with the C library's malloc, so that moeperm_golden_case_free()
 releases it whichever side allocated it.
 """
 import ctypes
@@ -26,7 +26,7 @@ OP_PERMUTE_GRAD, OP_PERMUTE, OP_UNPERMUTE, OP_UNPERMUTE_GRAD = 1, 2, 3, 4
 LOAD_NONE, LOAD_INPUTS, LOAD_OUTPUTS, LOAD_ALL = 0, 1, 2, 3
 FLOAT64 = 11
 
-VERDICTS = ("same", "within-tolerance", "different")  # golden_verdict, in order
+VERDICTS = ("same", "within-tolerance", "different")  # moeperm_golden_verdict, in order
 
 
 class Tensor(Structure):
@@ -55,7 +55,7 @@ class Case(Structure):
 
 
 class Slot(Structure):
-    # name as an address: a case's golden_tensor.name must point at the
+    # name as an address: a case's moeperm_golden_tensor.name must point at the
     # library's own static string.
     _fields_ = [("name", c_void_p), ("role", c_int), ("optional", c_bool)]
 
@@ -91,49 +91,49 @@ _lib, library_path = load("moeperm-golden")
 
 _CASE_P = POINTER(Case)
 _PROTOTYPES = {
-    "golden_case_read": (c_int, [c_char_p, c_uint, _CASE_P, c_char_p, c_size_t]),
-    "golden_case_free": (None, [_CASE_P]),
-    "golden_case_write": (c_int, [c_char_p, _CASE_P, c_bool, c_char_p, c_size_t]),
-    "golden_case_finish": (c_int, [_CASE_P, c_char_p, c_size_t]),
-    "golden_check_reference": (c_int, [_CASE_P, c_char_p, c_size_t]),
-    "golden_find_cases": (c_int, [c_char_p, POINTER(POINTER(c_char_p)), POINTER(c_size_t),
+    "moeperm_golden_case_read": (c_int, [c_char_p, c_uint, _CASE_P, c_char_p, c_size_t]),
+    "moeperm_golden_case_free": (None, [_CASE_P]),
+    "moeperm_golden_case_write": (c_int, [c_char_p, _CASE_P, c_bool, c_char_p, c_size_t]),
+    "moeperm_golden_case_finish": (c_int, [_CASE_P, c_char_p, c_size_t]),
+    "moeperm_golden_check_reference": (c_int, [_CASE_P, c_char_p, c_size_t]),
+    "moeperm_golden_find_cases": (c_int, [c_char_p, POINTER(POINTER(c_char_p)), POINTER(c_size_t),
                                   c_char_p, c_size_t]),
-    "golden_free_paths": (None, [POINTER(c_char_p), c_size_t]),
-    "golden_op_slots": (POINTER(Slot), [c_int, POINTER(c_size_t)]),
-    "golden_tensor_read_file": (c_int, [c_char_p, POINTER(Tensor), POINTER(c_void_p), c_char_p,
+    "moeperm_golden_free_paths": (None, [POINTER(c_char_p), c_size_t]),
+    "moeperm_golden_op_slots": (POINTER(Slot), [c_int, POINTER(c_size_t)]),
+    "moeperm_golden_tensor_read_file": (c_int, [c_char_p, POINTER(Tensor), POINTER(c_void_p), c_char_p,
                                         c_size_t]),
-    "golden_spec_default": (Spec, [c_int, c_int, c_int64, c_int64, c_int64]),
-    "golden_spec_default_name": (None, [POINTER(Spec)]),
-    "golden_spec_check": (c_int, [POINTER(Spec), c_char_p, c_size_t]),
-    "golden_generate": (c_int, [POINTER(Spec), c_char_p, _CASE_P, c_char_p, c_size_t]),
-    "golden_routing_parse": (c_bool, [c_char_p, POINTER(c_int)]),
-    "golden_values_parse": (c_bool, [c_char_p, POINTER(c_int)]),
-    "golden_routing_name": (c_char_p, [c_int]),
-    "golden_values_name": (c_char_p, [c_int]),
-    "golden_routing_names": (c_char_p, []),
-    "golden_values_names": (c_char_p, []),
-    "golden_dtype_parse": (c_bool, [c_char_p, POINTER(c_int)]),
-    "golden_dtype_name": (c_char_p, [c_int]),
-    "golden_judge": (c_int, [_CASE_P, POINTER(c_void_p), POINTER(JudgeOptions),
+    "moeperm_golden_spec_default": (Spec, [c_int, c_int, c_int64, c_int64, c_int64]),
+    "moeperm_golden_spec_default_name": (None, [POINTER(Spec)]),
+    "moeperm_golden_spec_check": (c_int, [POINTER(Spec), c_char_p, c_size_t]),
+    "moeperm_golden_generate": (c_int, [POINTER(Spec), c_char_p, _CASE_P, c_char_p, c_size_t]),
+    "moeperm_golden_routing_parse": (c_bool, [c_char_p, POINTER(c_int)]),
+    "moeperm_golden_values_parse": (c_bool, [c_char_p, POINTER(c_int)]),
+    "moeperm_golden_routing_name": (c_char_p, [c_int]),
+    "moeperm_golden_values_name": (c_char_p, [c_int]),
+    "moeperm_golden_routing_names": (c_char_p, []),
+    "moeperm_golden_values_names": (c_char_p, []),
+    "moeperm_golden_dtype_parse": (c_bool, [c_char_p, POINTER(c_int)]),
+    "moeperm_golden_dtype_name": (c_char_p, [c_int]),
+    "moeperm_golden_judge": (c_int, [_CASE_P, POINTER(c_void_p), POINTER(JudgeOptions),
                              POINTER(c_void_p), c_char_p, c_size_t]),
-    "golden_judgement_free": (None, [c_void_p]),
-    "golden_judgement_verdict": (c_int, [c_void_p]),
-    "golden_judgement_output_count": (c_size_t, [c_void_p]),
-    "golden_judgement_output_name": (c_char_p, [c_void_p, c_size_t]),
-    "golden_judgement_output_verdict": (c_int, [c_void_p, c_size_t]),
-    "golden_judgement_output_compare": (POINTER(CompareResult), [c_void_p, c_size_t]),
-    "golden_judgement_finding_count": (c_size_t, [c_void_p, c_size_t]),
-    "golden_judgement_finding_id": (c_char_p, [c_void_p, c_size_t, c_size_t]),
-    "golden_judgement_finding_detail": (c_char_p, [c_void_p, c_size_t, c_size_t]),
-    "golden_judgement_finding_exact": (c_bool, [c_void_p, c_size_t, c_size_t]),
-    "golden_judgement_report": (None, [c_void_p, c_void_p, c_char_p]),
-    "golden_judgement_summary": (c_void_p, [c_void_p]),
-    "golden_compare": (c_int, [c_int, c_int64, c_int64, c_void_p, c_void_p, c_bool,
+    "moeperm_golden_judgement_free": (None, [c_void_p]),
+    "moeperm_golden_judgement_verdict": (c_int, [c_void_p]),
+    "moeperm_golden_judgement_output_count": (c_size_t, [c_void_p]),
+    "moeperm_golden_judgement_output_name": (c_char_p, [c_void_p, c_size_t]),
+    "moeperm_golden_judgement_output_verdict": (c_int, [c_void_p, c_size_t]),
+    "moeperm_golden_judgement_output_compare": (POINTER(CompareResult), [c_void_p, c_size_t]),
+    "moeperm_golden_judgement_finding_count": (c_size_t, [c_void_p, c_size_t]),
+    "moeperm_golden_judgement_finding_id": (c_char_p, [c_void_p, c_size_t, c_size_t]),
+    "moeperm_golden_judgement_finding_detail": (c_char_p, [c_void_p, c_size_t, c_size_t]),
+    "moeperm_golden_judgement_finding_exact": (c_bool, [c_void_p, c_size_t, c_size_t]),
+    "moeperm_golden_judgement_report": (None, [c_void_p, c_void_p, c_char_p]),
+    "moeperm_golden_judgement_summary": (c_void_p, [c_void_p]),
+    "moeperm_golden_compare": (c_int, [c_int, c_int64, c_int64, c_void_p, c_void_p, c_bool,
                                POINTER(CompareResult)]),
-    "golden_compare_free": (None, [POINTER(CompareResult)]),
-    "golden_compare_verdict": (c_int, [POINTER(CompareResult), c_uint64]),
-    "golden_compare_report": (None, [c_void_p, c_int, POINTER(CompareResult), c_char_p]),
-    "golden_compare_summary": (c_void_p, [c_int, POINTER(CompareResult)]),
+    "moeperm_golden_compare_free": (None, [POINTER(CompareResult)]),
+    "moeperm_golden_compare_verdict": (c_int, [POINTER(CompareResult), c_uint64]),
+    "moeperm_golden_compare_report": (None, [c_void_p, c_int, POINTER(CompareResult), c_char_p]),
+    "moeperm_golden_compare_summary": (c_void_p, [c_int, POINTER(CompareResult)]),
 }
 
 _bound = {}
@@ -223,18 +223,18 @@ def slots(op):
     """[(name, role, optional, address of the static name)] of operator code
     ``op``, in argument order."""
     count = c_size_t()
-    table = function("golden_op_slots")(op, ctypes.byref(count))
+    table = function("moeperm_golden_op_slots")(op, ctypes.byref(count))
     return [(string(table[i].name), table[i].role, bool(table[i].optional), table[i].name)
             for i in range(count.value)]
 
 
 def dtype_name(code):
-    return function("golden_dtype_name")(code).decode()
+    return function("moeperm_golden_dtype_name")(code).decode()
 
 
 def dtype_parse(text):
     code = c_int()
-    if not function("golden_dtype_parse")(text.encode(), ctypes.byref(code)):
+    if not function("moeperm_golden_dtype_parse")(text.encode(), ctypes.byref(code)):
         return None
     return code.value
 

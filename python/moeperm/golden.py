@@ -97,7 +97,7 @@ def _fspath(path, argument="path"):
 
 
 def _array_of(tensor):
-    """A numpy copy of golden_tensor ``tensor``'s data."""
+    """A numpy copy of moeperm_golden_tensor ``tensor``'s data."""
     shape = tuple(tensor.shape[d] for d in range(tensor.ndim))
     arr = np.empty(shape, dtype=_NUMPY_OF[tensor.dtype])
     if tensor.bytes:
@@ -151,13 +151,13 @@ class Case:
     def _read(self, path, load):
         c = _g.Case()
         err = _g.err_buffer()
-        if _g.function("golden_case_read")(path.encode(), load, ctypes.byref(c), err,
+        if _g.function("moeperm_golden_case_read")(path.encode(), load, ctypes.byref(c), err,
                                            _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         try:
             self._take(c, load != _g.LOAD_NONE)
         finally:
-            _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_case_free")(ctypes.byref(c))
         self.path = path
         if self.id is None:
             self.id = self.name
@@ -266,7 +266,7 @@ class Case:
         the operator's attributes as keywords (those of its moeperm
         function: num_topk, num_out_tokens, restore_shape, chip,
         padded_mode), its expected outputs computed by the reference
-        (golden_case_finish()).  Raises moeperm.Error with the operator's
+        (moeperm_golden_case_finish()).  Raises moeperm.Error with the operator's
         status and sentence when it refuses the inputs, TypeError or
         ValueError for an unknown input or attribute."""
         code = _op_code(op)
@@ -300,12 +300,12 @@ class Case:
         c = case._c_case(with_outputs=False)
         try:
             err = _g.err_buffer()
-            if _g.function("golden_case_finish")(ctypes.byref(c), err, _g.ERR_LEN) != 0:
+            if _g.function("moeperm_golden_case_finish")(ctypes.byref(c), err, _g.ERR_LEN) != 0:
                 sentence = err.value.decode("utf-8", "replace")
                 inner = _g.err_buffer()
                 has_outputs = any(c.tensors[i].role == _g.ROLE_OUTPUT
                                   for i in range(c.tensor_count))
-                status = _g.function("golden_check_reference")(
+                status = _g.function("moeperm_golden_check_reference")(
                     ctypes.byref(c), inner, _g.ERR_LEN) if has_outputs else 0
                 if status:
                     raise _capi.error_for(status, inner.value.decode("utf-8", "replace"))
@@ -315,7 +315,7 @@ class Case:
                 if t.role != _g.ROLE_INPUT:
                     tensors[t.role][t.name.decode()] = _array_of(t)
         finally:
-            _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_case_free")(ctypes.byref(c))
         return case
 
     @classmethod
@@ -360,7 +360,7 @@ class Case:
         ub = 0 if ub_bytes is None else _ranged(ub_bytes, "ub_bytes", 1, _INT32_MAX)
         cores = 0 if vector_cores is None else _ranged(vector_cores, "vector_cores", 1, 65536)
         seed = _ranged(seed, "seed", 0, (1 << 64) - 1)
-        spec = _g.function("golden_spec_default")(_g.OP_PERMUTE_GRAD, BF16, 0, 0, 0)
+        spec = _g.function("moeperm_golden_spec_default")(_g.OP_PERMUTE_GRAD, BF16, 0, 0, 0)
         spec.op = code
         spec.dtype = _dtype_code(dtype, "dtype")
         index_code = _dtype_code(index_dtype, "index_dtype")
@@ -388,9 +388,9 @@ class Case:
                 raise ValueError("name \"%s\" is longer than 95 characters" % name)
             spec.name = encoded
         else:
-            _g.function("golden_spec_default_name")(ctypes.byref(spec))
+            _g.function("moeperm_golden_spec_default_name")(ctypes.byref(spec))
         err = _g.err_buffer()
-        if _g.function("golden_spec_check")(ctypes.byref(spec), err, _g.ERR_LEN) != 0:
+        if _g.function("moeperm_golden_spec_check")(ctypes.byref(spec), err, _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         resolved_rows = tokens * top_k if rows < 0 else rows
         resolved_experts = experts if experts else max(top_k * 2, 64)
@@ -399,14 +399,14 @@ class Case:
                                _kind_name("routing", spec.routing))).encode()
         command = _custom_command(spec, resolved_rows, resolved_experts)
         c = _g.Case()
-        if _g.function("golden_generate")(ctypes.byref(spec), command.encode(), ctypes.byref(c),
+        if _g.function("moeperm_golden_generate")(ctypes.byref(spec), command.encode(), ctypes.byref(c),
                                           err, _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         case = cls()
         try:
             case._take(c, True)
         finally:
-            _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_case_free")(ctypes.byref(c))
         case.id = case.name
         return case
 
@@ -424,10 +424,10 @@ class Case:
         c = self._c_case(with_outputs=True)
         try:
             err = _g.err_buffer()
-            rc = _g.function("golden_case_write")(path.encode(), ctypes.byref(c), bool(force),
+            rc = _g.function("moeperm_golden_case_write")(path.encode(), ctypes.byref(c), bool(force),
                                                   err, _g.ERR_LEN)
         finally:
-            _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_case_free")(ctypes.byref(c))
         if rc < 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         if rc > 0:
@@ -435,8 +435,8 @@ class Case:
         return path
 
     def _c_case(self, with_outputs):
-        """A golden_case holding this case (every string and tensor a
-        malloc'd copy); the caller frees it with golden_case_free()."""
+        """A moeperm_golden_case holding this case (every string and tensor a
+        malloc'd copy); the caller frees it with moeperm_golden_case_free()."""
         code = _g.op_parse(self.op)
         c = _g.Case()
         try:
@@ -478,7 +478,7 @@ class Case:
                 t.data = _g.malloc_copy(arr.ctypes.data, arr.nbytes) if arr.nbytes else None
                 c.tensor_count += 1
         except BaseException:
-            _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_case_free")(ctypes.byref(c))
             raise
         return c
 
@@ -512,14 +512,14 @@ def _kind(value, name, table):
     if not isinstance(value, str):
         raise TypeError("%s is a %s; it must be a str" % (name, type(value).__name__))
     code = ctypes.c_int()
-    if not _g.function("golden_%s_parse" % table)(value.encode(), ctypes.byref(code)):
+    if not _g.function("moeperm_golden_%s_parse" % table)(value.encode(), ctypes.byref(code)):
         raise ValueError("%s is \"%s\", expected one of %s"
-                         % (name, value, _g.function("golden_%s_names" % table)().decode()))
+                         % (name, value, _g.function("moeperm_golden_%s_names" % table)().decode()))
     return code.value
 
 
 def _kind_name(table, code):
-    return _g.function("golden_%s_name" % table)(code).decode()
+    return _g.function("moeperm_golden_%s_name" % table)(code).decode()
 
 
 _SHELL_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+.,:=@%/")
@@ -640,13 +640,13 @@ def cases(root, op=None):
     dirs = ctypes.POINTER(ctypes.c_char_p)()
     count = ctypes.c_size_t()
     err = _g.err_buffer()
-    if _g.function("golden_find_cases")(root.encode(), ctypes.byref(dirs), ctypes.byref(count),
+    if _g.function("moeperm_golden_find_cases")(root.encode(), ctypes.byref(dirs), ctypes.byref(count),
                                         err, _g.ERR_LEN) != 0:
         raise CaseError(err.value.decode("utf-8", "replace"))
     try:
         paths = [dirs[i].decode() for i in range(count.value)]
     finally:
-        _g.function("golden_free_paths")(dirs, count.value)
+        _g.function("moeperm_golden_free_paths")(dirs, count.value)
     found = []
     for path in paths:
         case = Case()
@@ -819,7 +819,7 @@ def _output_files(case, path):
             like.shape[d] = extent
         data = ctypes.c_void_p()
         err = _g.err_buffer()
-        if _g.function("golden_tensor_read_file")(file.encode(), ctypes.byref(like),
+        if _g.function("moeperm_golden_tensor_read_file")(file.encode(), ctypes.byref(like),
                                                   ctypes.byref(data), err, _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         try:
@@ -863,32 +863,32 @@ def compare(case, outputs, max_ulp=0, strict_nan=False, diagnose=True):
             *[a.ctypes.data if a.nbytes else None for a in arrays])
         options = _g.JudgeOptions(bool(strict_nan), max_ulp, bool(diagnose))
         err = _g.err_buffer()
-        if _g.function("golden_judge")(ctypes.byref(c), actual, ctypes.byref(options),
+        if _g.function("moeperm_golden_judge")(ctypes.byref(c), actual, ctypes.byref(options),
                                        ctypes.byref(judgement), err, _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
         return _report(case, judgement)
     finally:
         if judgement:
-            _g.function("golden_judgement_free")(judgement)
-        _g.function("golden_case_free")(ctypes.byref(c))
+            _g.function("moeperm_golden_judgement_free")(judgement)
+        _g.function("moeperm_golden_case_free")(ctypes.byref(c))
 
 
 def _report(case, j):
     fn = _g.function
-    verdict = _g.VERDICTS[fn("golden_judgement_verdict")(j)]
+    verdict = _g.VERDICTS[fn("moeperm_golden_judgement_verdict")(j)]
     outputs = {}
-    for i in range(fn("golden_judgement_output_count")(j)):
-        name = fn("golden_judgement_output_name")(j, i).decode()
-        findings = [Finding(fn("golden_judgement_finding_id")(j, i, k).decode(),
-                            fn("golden_judgement_finding_detail")(j, i, k).decode(
+    for i in range(fn("moeperm_golden_judgement_output_count")(j)):
+        name = fn("moeperm_golden_judgement_output_name")(j, i).decode()
+        findings = [Finding(fn("moeperm_golden_judgement_finding_id")(j, i, k).decode(),
+                            fn("moeperm_golden_judgement_finding_detail")(j, i, k).decode(
                                 "utf-8", "replace"),
-                            bool(fn("golden_judgement_finding_exact")(j, i, k)))
-                    for k in range(fn("golden_judgement_finding_count")(j, i))]
+                            bool(fn("moeperm_golden_judgement_finding_exact")(j, i, k)))
+                    for k in range(fn("moeperm_golden_judgement_finding_count")(j, i))]
         outputs[name] = OutputReport(
-            name, _g.VERDICTS[fn("golden_judgement_output_verdict")(j, i)],
-            fn("golden_judgement_output_compare")(j, i).contents, findings)
-    summary = _g.take_string(fn("golden_judgement_summary")(j)) or ""
-    text = _g.printed(lambda stream: fn("golden_judgement_report")(stream, j, b"  "))
+            name, _g.VERDICTS[fn("moeperm_golden_judgement_output_verdict")(j, i)],
+            fn("moeperm_golden_judgement_output_compare")(j, i).contents, findings)
+    summary = _g.take_string(fn("moeperm_golden_judgement_summary")(j)) or ""
+    text = _g.printed(lambda stream: fn("moeperm_golden_judgement_report")(stream, j, b"  "))
     label = case.path if case.path is not None else case.name
     return Report(label, verdict, outputs, summary, text)
 
@@ -909,14 +909,14 @@ def compare_arrays(expected, actual, strict_nan=False):
     rows = e.shape[0] if e.ndim else 1
     cols = int(np.prod(e.shape[1:], dtype=np.int64)) if e.ndim > 1 else 1
     r = _g.CompareResult()
-    if _g.function("golden_compare")(e_view.dtype, rows, cols, e.ctypes.data if e.nbytes else None,
+    if _g.function("moeperm_golden_compare")(e_view.dtype, rows, cols, e.ctypes.data if e.nbytes else None,
                                       a.ctypes.data if a.nbytes else None, bool(strict_nan),
                                       ctypes.byref(r)) != 0:
         raise MemoryError("out of memory comparing arrays")
     try:
         differ = r.differing
-        text = _g.printed(lambda stream: _g.function("golden_compare_report")(
+        text = _g.printed(lambda stream: _g.function("moeperm_golden_compare_report")(
             stream, e_view.dtype, ctypes.byref(r), b"  ")) if differ else ""
     finally:
-        _g.function("golden_compare_free")(ctypes.byref(r))
+        _g.function("moeperm_golden_compare_free")(ctypes.byref(r))
     return differ, text.rstrip("\n")

@@ -15,7 +15,7 @@
 /* A manifest is a few hundred bytes; anything far larger is not one. */
 #define MANIFEST_MAX_BYTES ((size_t)1 << 20)
 
-const char *golden_dtype_name(moeperm_dtype dtype)
+const char *moeperm_golden_dtype_name(moeperm_dtype dtype)
 {
     return moeperm_dtype_name(dtype); /* the library's names are the manifest's */
 }
@@ -26,7 +26,7 @@ bool golden_dtype_parse_canonical(const char *name, moeperm_dtype *dtype)
                                           MOEPERM_INT8,  MOEPERM_INT32,   MOEPERM_INT64,
                                           MOEPERM_FLOAT64};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, golden_dtype_name(known[i])) == 0) {
+        if (strcmp(name, moeperm_golden_dtype_name(known[i])) == 0) {
             *dtype = known[i];
             return true;
         }
@@ -34,7 +34,7 @@ bool golden_dtype_parse_canonical(const char *name, moeperm_dtype *dtype)
     return false;
 }
 
-bool golden_dtype_parse(const char *name, moeperm_dtype *dtype)
+bool moeperm_golden_dtype_parse(const char *name, moeperm_dtype *dtype)
 {
     static const struct {
         const char *alias;
@@ -49,7 +49,7 @@ bool golden_dtype_parse(const char *name, moeperm_dtype *dtype)
     return golden_dtype_parse_canonical(name, dtype);
 }
 
-moeperm_chip golden_chip_of(const golden_attrs *attrs)
+moeperm_chip golden_chip_of(const moeperm_golden_attrs *attrs)
 {
     moeperm_chip chip = {MOEPERM_CHIP_A2_UB_BYTES, MOEPERM_CHIP_A2_VECTOR_CORES};
     if (attrs->ub_bytes)
@@ -59,14 +59,14 @@ moeperm_chip golden_chip_of(const golden_attrs *attrs)
     return chip;
 }
 
-int golden_check_optional_tensors(const golden_case *c, char *err, size_t err_len,
+int golden_check_optional_tensors(const moeperm_golden_case *c, char *err, size_t err_len,
                                   const char *where)
 {
     if (c->op != MOEPERM_OP_UNPERMUTE_GRAD)
         return 0;
-    bool probs = golden_case_tensor_const(c, "probs") != NULL;
-    bool grad = golden_case_tensor_const(c, "probs_grad") != NULL;
-    bool exact = golden_case_tensor_const(c, "probs_grad_exact") != NULL;
+    bool probs = moeperm_golden_case_tensor_const(c, "probs") != NULL;
+    bool grad = moeperm_golden_case_tensor_const(c, "probs_grad") != NULL;
+    bool exact = moeperm_golden_case_tensor_const(c, "probs_grad_exact") != NULL;
     if (probs != grad) {
         snprintf(err, err_len, "%s: tensors.%s is there without tensors.%s: probs and "
                  "probs_grad come together", where, probs ? "probs" : "probs_grad",
@@ -81,7 +81,7 @@ int golden_check_optional_tensors(const golden_case *c, char *err, size_t err_le
     return 0;
 }
 
-void golden_case_free(golden_case *c)
+void moeperm_golden_case_free(moeperm_golden_case *c)
 {
     if (!c)
         return;
@@ -113,11 +113,11 @@ static char *join_dir(const char *dir, const char *file)
 /* Reads t's file (its path noted before) when load wants its role, and
  * checks its size and hash either way unless nothing is loaded at all: the
  * golden side of a case must be whole even when only the inputs are kept. */
-static int load_tensor(const char *manifest, golden_tensor *t, const char *sha, unsigned load,
+static int load_tensor(const char *manifest, moeperm_golden_tensor *t, const char *sha, unsigned load,
                        char *err, size_t err_len)
 {
-    bool keep = (t->role == GOLDEN_ROLE_INPUT && (load & GOLDEN_LOAD_INPUTS)) ||
-                (t->role != GOLDEN_ROLE_INPUT && (load & GOLDEN_LOAD_OUTPUTS));
+    bool keep = (t->role == MOEPERM_GOLDEN_ROLE_INPUT && (load & MOEPERM_GOLDEN_LOAD_INPUTS)) ||
+                (t->role != MOEPERM_GOLDEN_ROLE_INPUT && (load & MOEPERM_GOLDEN_LOAD_OUTPUTS));
     char hex[GOLDEN_SHA256_HEX], what[96], inner[768];
     void *data = NULL;
     snprintf(what, sizeof what, "tensors.%s", t->name);
@@ -138,7 +138,7 @@ static int load_tensor(const char *manifest, golden_tensor *t, const char *sha, 
     return 0;
 }
 
-int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, size_t err_len)
+int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case *c, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
     /* "" would become "/case.json": a case at the root that nobody named. */
@@ -149,7 +149,7 @@ int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, 
     }
     char *manifest = join_dir(dir, "case.json");
     char *text = NULL;
-    char sha[GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
+    char sha[MOEPERM_GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
     if (!manifest) {
         snprintf(err, err_len, "out of memory reading %s", dir);
         return -1;
@@ -173,13 +173,13 @@ int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, 
             rc = -1;
         }
     }
-    for (size_t i = 0; rc == 0 && load != GOLDEN_LOAD_NONE && i < c->tensor_count; i++)
+    for (size_t i = 0; rc == 0 && load != MOEPERM_GOLDEN_LOAD_NONE && i < c->tensor_count; i++)
         rc = load_tensor(manifest, &c->tensors[i], sha[i], load, err, err_len);
     /* The operator's own checks need the inputs (indices are checked for
      * range and uniqueness); without them only the manifest was asked for. */
-    if (rc == 0 && (load & GOLDEN_LOAD_INPUTS)) {
+    if (rc == 0 && (load & MOEPERM_GOLDEN_LOAD_INPUTS)) {
         char inner[768];
-        moeperm_status st = golden_check_reference(c, inner, sizeof inner);
+        moeperm_status st = moeperm_golden_check_reference(c, inner, sizeof inner);
         if (st != MOEPERM_SUCCESS) {
             snprintf(err, err_len, "%s: the operator refuses the case (%s): %s", manifest,
                      moeperm_status_name(st), inner);
@@ -187,6 +187,6 @@ int golden_case_read(const char *dir, unsigned load, golden_case *c, char *err, 
         }
     }
     if (rc != 0)
-        golden_case_free(c);
+        moeperm_golden_case_free(c);
     return rc;
 }

@@ -68,7 +68,7 @@ static int write_in(const char *dir, const char *file, const void *data, size_t 
 /* --force replaces a case, not whatever happens to hold the name: a
  * mistyped --name or --out must not take a directory of results with it.
  * So the target must be a directory holding case.json and nothing but the
- * files a case holds (golden_case_file_name()), or nothing at all (an empty
+ * files a case holds (moeperm_golden_case_file_name()), or nothing at all (an empty
  * directory loses nothing).  The first offending entry in byte order is
  * named, so the message does not depend on the file system's order.
  * Returns 0 when the directory may be replaced. */
@@ -98,7 +98,7 @@ static int check_replaceable(const char *path, const struct stat *st, char *err,
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        bool known = golden_case_file_name(e->d_name);
+        bool known = moeperm_golden_case_file_name(e->d_name);
         bool ok = known;
         if (known) {
             /* a tensor file name as a directory would be removed with its
@@ -174,15 +174,15 @@ static int temp_name_fits(const char *path, const char *parent, const char *base
  * the manifest read as it is (no sizes, no hashes). */
 static bool case_is_whole(const char *dir)
 {
-    golden_case c;
+    moeperm_golden_case c;
     char err[512];
-    if (golden_case_read(dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0)
+    if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0)
         return false;
     bool whole = true;
     struct stat st;
     for (size_t i = 0; whole && i < c.tensor_count; i++)
         whole = c.tensors[i].path && lstat(c.tensors[i].path, &st) == 0;
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return whole;
 }
 
@@ -247,7 +247,7 @@ static int drop_replaced(const char *path, const char *old, char *err, size_t er
 #define CACHE_WINDOW ((size_t)32 << 20)
 
 typedef struct tensor_job {
-    const golden_tensor *t;
+    const moeperm_golden_tensor *t;
     int fd;
     bool direct;                 /* fd was opened with O_DIRECT */
     size_t ready;                /* bytes final, under the lock */
@@ -264,18 +264,18 @@ struct golden_case_writer {
 
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a tensor or bytes arrived, or the end */
-    tensor_job jobs[GOLDEN_MAX_TENSORS];
+    tensor_job jobs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t count;
     bool closing;  /* no tensor comes after the count there are */
     bool stopping; /* aborted, or something failed: the threads quit */
     int error;     /* errno of the first failure, 0 while none */
-    const golden_tensor *error_tensor;
+    const moeperm_golden_tensor *error_tensor;
     pthread_t threads[2];
     int started;
 };
 
 /* The first failure stops both threads; close() reports it. */
-static void writer_fail(golden_case_writer *w, const golden_tensor *t, int error)
+static void writer_fail(golden_case_writer *w, const moeperm_golden_tensor *t, int error)
 {
     pthread_mutex_lock(&w->lock);
     if (!w->error) {
@@ -564,7 +564,7 @@ fail:
     return NULL;
 }
 
-void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, size_t ready)
+void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor *t, size_t ready)
 {
     pthread_mutex_lock(&w->lock);
     size_t i = 0;
@@ -581,7 +581,7 @@ void golden_case_writer_ready(golden_case_writer *w, const golden_tensor *t, siz
     pthread_mutex_unlock(&w->lock);
     if (stopped)
         return;
-    if (i == GOLDEN_MAX_TENSORS || (t->bytes > 0 && !t->data)) {
+    if (i == MOEPERM_GOLDEN_MAX_TENSORS || (t->bytes > 0 && !t->data)) {
         writer_fail(w, t, EINVAL);
         return;
     }
@@ -618,7 +618,7 @@ void golden_case_writer_abort(golden_case_writer *w)
 /* Moves the finished temporary directory to w->path, swapping it with an
  * existing case (or, where the file system cannot swap, parking the old
  * case and renaming the new one in), then removes the old case.  Returns
- * as golden_case_write(); on -1 the temporary directory is left for
+ * as moeperm_golden_case_write(); on -1 the temporary directory is left for
  * writer_free() to remove (or already removed, w->tmp emptied). */
 static int put_in_place(golden_case_writer *w, char *err, size_t err_len)
 {
@@ -711,7 +711,7 @@ put_new:
     return 0;
 }
 
-int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *err,
+int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c, char *err,
                              size_t err_len)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
@@ -722,7 +722,7 @@ int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *
      * renamed into place, so that after a power loss a case that looks
      * complete is complete.  The disk has had each file since it was
      * written, so this mostly waits for the last pieces. */
-    char sha[GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
+    char sha[MOEPERM_GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
     for (size_t i = 0; i < c->tensor_count && !w->error; i++) {
         const tensor_job *job = NULL;
         for (size_t j = 0; j < w->count && !job; j++)
@@ -738,7 +738,7 @@ int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *
     if (!w->error && w->count != c->tensor_count)
         writer_fail(w, w->jobs[w->count - 1].t, EINVAL); /* a tensor not of c */
     if (w->error) {
-        const golden_tensor *t = w->error_tensor;
+        const moeperm_golden_tensor *t = w->error_tensor;
         if (t->bytes > 0 && !t->data)
             snprintf(err, err_len, "cannot write %s/%s.bin: the tensor has no data", w->path,
                      t->name);
@@ -763,7 +763,7 @@ int golden_case_writer_close(golden_case_writer *w, const golden_case *c, char *
     return rc;
 }
 
-int golden_case_write(const char *path, const golden_case *c, bool force, char *err,
+int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len)
 {
     golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);

@@ -59,13 +59,13 @@ static int64_t ordered(moeperm_dtype dtype, uint32_t bits)
     return (bits & sign) ? -magnitude - 1 : magnitude;
 }
 
-uint64_t golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b)
+uint64_t moeperm_golden_ulp_distance(moeperm_dtype dtype, uint32_t a, uint32_t b)
 {
     int64_t x = ordered(dtype, a), y = ordered(dtype, b);
     return x > y ? (uint64_t)(x - y) : (uint64_t)(y - x);
 }
 
-float golden_bits_value(moeperm_dtype dtype, uint32_t bits)
+float moeperm_golden_bits_value(moeperm_dtype dtype, uint32_t bits)
 {
     switch (dtype) {
     case MOEPERM_FLOAT: {
@@ -82,16 +82,16 @@ float golden_bits_value(moeperm_dtype dtype, uint32_t bits)
     }
 }
 
-int golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
-                   const void *actual, bool strict_nan, golden_compare_result *r)
+int moeperm_golden_compare(moeperm_dtype dtype, int64_t tokens, int64_t hidden, const void *expected,
+                   const void *actual, bool strict_nan, moeperm_golden_compare_result *r)
 {
-    return golden_compare_named(dtype, tokens, hidden, expected, actual, strict_nan, "token",
+    return moeperm_golden_compare_named(dtype, tokens, hidden, expected, actual, strict_nan, "token",
                                 "column", r);
 }
 
-int golden_compare_named(moeperm_dtype dtype, int64_t tokens, int64_t hidden,
+int moeperm_golden_compare_named(moeperm_dtype dtype, int64_t tokens, int64_t hidden,
                          const void *expected, const void *actual, bool strict_nan,
-                         const char *row_noun, const char *column_noun, golden_compare_result *r)
+                         const char *row_noun, const char *column_noun, moeperm_golden_compare_result *r)
 {
     memset(r, 0, sizeof *r);
     r->row_noun = row_noun;
@@ -113,12 +113,12 @@ int golden_compare_named(moeperm_dtype dtype, int64_t tokens, int64_t hidden,
             if (e_nan != a_nan)
                 r->nan_mismatch++;
             else {
-                uint64_t d = golden_ulp_distance(dtype, e, a);
+                uint64_t d = moeperm_golden_ulp_distance(dtype, e, a);
                 if (d > r->max_ulp)
                     r->max_ulp = d;
             }
-            if (r->first_count < GOLDEN_COMPARE_FIRST)
-                r->first[r->first_count++] = (golden_diff){t, h, e, a};
+            if (r->first_count < MOEPERM_GOLDEN_COMPARE_FIRST)
+                r->first[r->first_count++] = (moeperm_golden_diff){t, h, e, a};
         }
     }
     r->elements = (uint64_t)tokens * (uint64_t)hidden;
@@ -129,34 +129,34 @@ int golden_compare_named(moeperm_dtype dtype, int64_t tokens, int64_t hidden,
         golden_where_compute(dtype, tokens, hidden, expected, actual, strict_nan, row_noun,
                              r->ranges) != 0 ||
         !(r->where = golden_strdup_printf("%s", r->ranges->text ? r->ranges->text : ""))) {
-        golden_compare_free(r);
+        moeperm_golden_compare_free(r);
         return -1;
     }
     return 0;
 }
 
-golden_verdict golden_compare_verdict(const golden_compare_result *r, uint64_t max_ulp)
+moeperm_golden_verdict moeperm_golden_compare_verdict(const moeperm_golden_compare_result *r, uint64_t max_ulp)
 {
     if (r->differing == 0)
-        return GOLDEN_VERDICT_SAME;
+        return MOEPERM_GOLDEN_VERDICT_SAME;
     if (max_ulp > 0 && r->nonfinite_differing == 0 && r->max_ulp <= max_ulp)
-        return GOLDEN_VERDICT_WITHIN_TOLERANCE;
-    return GOLDEN_VERDICT_DIFFERENT;
+        return MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE;
+    return MOEPERM_GOLDEN_VERDICT_DIFFERENT;
 }
 
-const char *golden_verdict_name(golden_verdict verdict)
+const char *moeperm_golden_verdict_name(moeperm_golden_verdict verdict)
 {
     switch (verdict) {
-    case GOLDEN_VERDICT_SAME:
+    case MOEPERM_GOLDEN_VERDICT_SAME:
         return "same";
-    case GOLDEN_VERDICT_WITHIN_TOLERANCE:
+    case MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE:
         return "within-tolerance";
     default:
         return "different";
     }
 }
 
-void golden_compare_free(golden_compare_result *r)
+void moeperm_golden_compare_free(moeperm_golden_compare_result *r)
 {
     free(r->where);
     r->where = NULL;
@@ -166,7 +166,7 @@ void golden_compare_free(golden_compare_result *r)
     r->ranges = NULL;
 }
 
-char *golden_compare_summary(moeperm_dtype dtype, const golden_compare_result *r)
+char *moeperm_golden_compare_summary(moeperm_dtype dtype, const moeperm_golden_compare_result *r)
 {
     (void)dtype;
     if (r->differing == 0)
@@ -181,7 +181,7 @@ char *golden_compare_summary(moeperm_dtype dtype, const golden_compare_result *r
                                 r->where ? r->where : "?");
 }
 
-void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_result *r,
+void moeperm_golden_compare_report(FILE *f, moeperm_dtype dtype, const moeperm_golden_compare_result *r,
                            const char *indent)
 {
     if (r->differing == 0)
@@ -193,7 +193,7 @@ void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_re
         fprintf(f, " (%" PRIu64 " NaN against a number)", r->nan_mismatch);
     fprintf(f, ", max distance %" PRIu64 " ulp\n", r->max_ulp);
     for (size_t i = 0; i < r->first_count; i++) {
-        const golden_diff *d = &r->first[i];
+        const moeperm_golden_diff *d = &r->first[i];
         /* A result filled by hand (memset, no nouns) reads as before. */
         const char *row = r->row_noun ? r->row_noun : "token";
         const char *column = r->row_noun ? r->column_noun : "column";
@@ -202,8 +202,8 @@ void golden_compare_report(FILE *f, moeperm_dtype dtype, const golden_compare_re
             fprintf(f, ", %s %" PRId64, column, d->column);
         fprintf(f,
                 ": expected 0x%0*" PRIx32 " (%.9g), actual 0x%0*" PRIx32 " (%.9g)\n",
-                width, d->expected, (double)golden_bits_value(dtype, d->expected), width,
-                d->actual, (double)golden_bits_value(dtype, d->actual));
+                width, d->expected, (double)moeperm_golden_bits_value(dtype, d->expected), width,
+                d->actual, (double)moeperm_golden_bits_value(dtype, d->actual));
     }
     if (r->differing > r->first_count)
         fprintf(f, "%s  ... %" PRIu64 " more\n", indent, r->differing - r->first_count);

@@ -392,7 +392,7 @@ static int shape_unwritten(const diag_data *d, candidates *cs)
     if (count < 2 || !fill)
         return 0;
     region_ctx rc = {d, value};
-    golden_where w;
+    moeperm_golden_where w;
     if (golden_where_describe(d->rows, d->cols, in_region, &rc, d->noun, &w) != 0)
         return -1;
     bool blocks = w.groups <= 4 && w.rows_elsewhere == 0;

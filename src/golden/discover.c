@@ -208,7 +208,7 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
         if (!child || list_add(&children, child) != 0) {
             free(child);
             closedir(d);
-            golden_free_paths(children.items, children.count);
+            moeperm_golden_free_paths(children.items, children.count);
             goto oom;
         }
     }
@@ -227,14 +227,14 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
             rc = walk_error("cannot examine", children.items[i], errno, err, err_len);
         }
     }
-    golden_free_paths(children.items, children.count);
+    moeperm_golden_free_paths(children.items, children.count);
     return rc;
 oom:
     snprintf(err, err_len, "out of memory listing %s", dir);
     return -1;
 }
 
-int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len)
+int moeperm_golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, size_t err_len)
 {
     path_list list = {0};
     dir_set seen = {0};
@@ -265,7 +265,7 @@ int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, 
     free(clean);
     free(seen.slots);
     if (rc != 0) {
-        golden_free_paths(list.items, list.count);
+        moeperm_golden_free_paths(list.items, list.count);
         return -1;
     }
     /* No case found leaves items NULL, and qsort(NULL, 0, ...) is undefined. */
@@ -276,7 +276,7 @@ int golden_find_cases(const char *root, char ***dirs, size_t *count, char *err, 
     return 0;
 }
 
-void golden_free_paths(char **paths, size_t count)
+void moeperm_golden_free_paths(char **paths, size_t count)
 {
     for (size_t i = 0; i < count; i++)
         free(paths[i]);

@@ -216,7 +216,7 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
+int moeperm_golden_write_file_atomic(const char *path, const void *data, size_t size, char *err,
                              size_t err_len)
 {
     return golden_write_file_atomic_with_header(path, NULL, 0, data, size, err, err_len);

@@ -40,7 +40,7 @@ int golden_read_text(const char *path, size_t max_size, char **text, char *err, 
  * Returns 0 or -1 with errno set. */
 int golden_write_all(int fd, const void *data, size_t size);
 
-/* golden_write_file_atomic() (golden.h) with header_size bytes of header
+/* moeperm_golden_write_file_atomic() (golden.h) with header_size bytes of header
  * written before the data (a .npy header), so a large tensor is not copied
  * to prepend a few bytes.  Like it, it never replaces what is not a
  * regular file. */
@@ -94,7 +94,7 @@ int golden_rename_exchange(const char *a, const char *b);
  * golden_remove_case_dir(). */
 int golden_remove_tree(const char *path);
 
-/* Every file name a case directory may hold (golden_case_file_name()):
+/* Every file name a case directory may hold (moeperm_golden_case_file_name()):
  * the tensor files of every operator, then case.json, so a removal cut
  * short never leaves a manifest whose files are gone.  The list is static;
  * the first call builds it (call it before any signal handler needs it). */

@@ -46,42 +46,42 @@ static const char *const values_names[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-const char *golden_routing_name(golden_routing routing)
+const char *moeperm_golden_routing_name(moeperm_golden_routing routing)
 {
     return (size_t)routing < COUNT(routing_names) ? routing_names[routing] : "unknown";
 }
 
-bool golden_routing_parse(const char *name, golden_routing *routing)
+bool moeperm_golden_routing_parse(const char *name, moeperm_golden_routing *routing)
 {
     for (size_t i = 0; i < COUNT(routing_names); i++)
         if (strcmp(name, routing_names[i]) == 0) {
-            *routing = (golden_routing)i;
+            *routing = (moeperm_golden_routing)i;
             return true;
         }
     return false;
 }
 
-const char *golden_values_name(golden_values values)
+const char *moeperm_golden_values_name(moeperm_golden_values values)
 {
     return (size_t)values < COUNT(values_names) ? values_names[values] : "unknown";
 }
 
-bool golden_values_parse(const char *name, golden_values *values)
+bool moeperm_golden_values_parse(const char *name, moeperm_golden_values *values)
 {
     for (size_t i = 0; i < COUNT(values_names); i++)
         if (strcmp(name, values_names[i]) == 0) {
-            *values = (golden_values)i;
+            *values = (moeperm_golden_values)i;
             return true;
         }
     return false;
 }
 
-const char *golden_routing_names(void)
+const char *moeperm_golden_routing_names(void)
 {
     return "routed, identity, reverse, random";
 }
 
-const char *golden_values_names(void)
+const char *moeperm_golden_values_names(void)
 {
     return "normal, nan-inf, subnormal, overflow, rounding, negzero, bits, masking, grad-inf, "
            "product-rounding, product-subnormal, product-overflow, cancel, tiny, one";
@@ -106,10 +106,10 @@ static int64_t default_experts(int64_t top_k)
     return top_k * 2 > 64 ? top_k * 2 : 64;
 }
 
-golden_spec golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
+moeperm_golden_spec moeperm_golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
                                 int64_t top_k, int64_t hidden_size)
 {
-    golden_spec s;
+    moeperm_golden_spec s;
     memset(&s, 0, sizeof s);
     s.op = op;
     s.dtype = dtype;
@@ -121,14 +121,14 @@ golden_spec golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t toke
     s.hidden_size = hidden_size;
     s.num_rows = -1;
     s.hot_percent = 50;
-    s.values = GOLDEN_VALUES_NORMAL;
-    s.probs_values = GOLDEN_VALUES_NORMAL;
-    s.routing = GOLDEN_ROUTING_ROUTED;
-    s.seed = GOLDEN_DEFAULT_SEED;
+    s.values = MOEPERM_GOLDEN_VALUES_NORMAL;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_NORMAL;
+    s.routing = MOEPERM_GOLDEN_ROUTING_ROUTED;
+    s.seed = MOEPERM_GOLDEN_DEFAULT_SEED;
     return s;
 }
 
-void golden_spec_default_name(golden_spec *spec)
+void moeperm_golden_spec_default_name(moeperm_golden_spec *spec)
 {
     char rows[32] = "", op[32] = "", probs[32] = "";
     moeperm_op o = spec->op ? spec->op : MOEPERM_OP_PERMUTE_GRAD;
@@ -144,11 +144,11 @@ void golden_spec_default_name(golden_spec *spec)
         snprintf(probs, sizeof probs, "-noprobs");
     else if ((o == MOEPERM_OP_UNPERMUTE || o == MOEPERM_OP_UNPERMUTE_GRAD) &&
              spec->probs_dtype != spec->dtype)
-        snprintf(probs, sizeof probs, "-p%s", golden_dtype_name(spec->probs_dtype));
+        snprintf(probs, sizeof probs, "-p%s", moeperm_golden_dtype_name(spec->probs_dtype));
     snprintf(spec->name, sizeof spec->name,
              "%s%s-t%" PRId64 "-k%" PRId64 "-h%" PRId64 "%s%s-%s-%s-s%" PRIu64, op,
-             golden_dtype_name(spec->dtype), spec->tokens_num, spec->top_k, spec->hidden_size,
-             rows, probs, golden_routing_name(spec->routing), golden_values_name(spec->values),
+             moeperm_golden_dtype_name(spec->dtype), spec->tokens_num, spec->top_k, spec->hidden_size,
+             rows, probs, moeperm_golden_routing_name(spec->routing), moeperm_golden_values_name(spec->values),
              spec->seed);
 }
 
@@ -157,7 +157,7 @@ static bool float_dtype(moeperm_dtype dtype)
     return dtype == MOEPERM_FLOAT || dtype == MOEPERM_FLOAT16 || dtype == MOEPERM_BF16;
 }
 
-int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
+int moeperm_golden_spec_check(const moeperm_golden_spec *s, char *err, size_t err_len)
 {
     moeperm_op op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
     if (!moeperm_op_name(op)) {
@@ -167,23 +167,23 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
     bool int8_ok = op == MOEPERM_OP_PERMUTE;
     if (!float_dtype(s->dtype) && !(int8_ok && s->dtype == MOEPERM_INT8)) {
         snprintf(err, err_len, "dtype %s is not one %s takes (float32, float16, bf16%s)",
-                 golden_dtype_name(s->dtype), moeperm_op_name(op), int8_ok ? ", int8" : "");
+                 moeperm_golden_dtype_name(s->dtype), moeperm_op_name(op), int8_ok ? ", int8" : "");
         return -1;
     }
     if (s->has_probs && !float_dtype(s->probs_dtype)) {
         snprintf(err, err_len, "probs dtype %s is not float32, float16 or bf16",
-                 golden_dtype_name(s->probs_dtype));
+                 moeperm_golden_dtype_name(s->probs_dtype));
         return -1;
     }
     if (op == MOEPERM_OP_PERMUTE && s->index_dtype != MOEPERM_INT32 &&
         s->index_dtype != MOEPERM_INT64) {
         snprintf(err, err_len, "index dtype %s is not int32 or int64",
-                 golden_dtype_name(s->index_dtype));
+                 moeperm_golden_dtype_name(s->index_dtype));
         return -1;
     }
-    if (s->tokens_num < 1 || s->tokens_num > GOLDEN_MAX_DIM) {
+    if (s->tokens_num < 1 || s->tokens_num > MOEPERM_GOLDEN_MAX_DIM) {
         snprintf(err, err_len, "tokens_num is %" PRId64 ", expected 1 to %" PRId64,
-                 s->tokens_num, GOLDEN_MAX_DIM);
+                 s->tokens_num, MOEPERM_GOLDEN_MAX_DIM);
         return -1;
     }
     if (s->top_k < 1 || s->top_k > MOEPERM_MAX_TOP_K) {
@@ -197,9 +197,9 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
                  s->top_k, moeperm_op_name(op));
         return -1;
     }
-    if (s->hidden_size < 1 || s->hidden_size > GOLDEN_MAX_DIM) {
+    if (s->hidden_size < 1 || s->hidden_size > MOEPERM_GOLDEN_MAX_DIM) {
         snprintf(err, err_len, "hidden_size is %" PRId64 ", expected 1 to %" PRId64,
-                 s->hidden_size, GOLDEN_MAX_DIM);
+                 s->hidden_size, MOEPERM_GOLDEN_MAX_DIM);
         return -1;
     }
     if (s->tokens_num > (int64_t)INT32_MAX / s->top_k) {
@@ -219,10 +219,10 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
     /* Any count is the operator's to resolve (<= 0 counts back from N*K,
      * then a clamp to [0, N*K]); only the manifest's bound applies. */
     if (op == MOEPERM_OP_PERMUTE &&
-        (s->num_out_tokens < -GOLDEN_MAX_DIM || s->num_out_tokens > GOLDEN_MAX_DIM)) {
+        (s->num_out_tokens < -MOEPERM_GOLDEN_MAX_DIM || s->num_out_tokens > MOEPERM_GOLDEN_MAX_DIM)) {
         snprintf(err, err_len,
                  "num_out_tokens is %" PRId64 ", expected -%" PRId64 " to %" PRId64,
-                 s->num_out_tokens, GOLDEN_MAX_DIM, GOLDEN_MAX_DIM);
+                 s->num_out_tokens, MOEPERM_GOLDEN_MAX_DIM, MOEPERM_GOLDEN_MAX_DIM);
         return -1;
     }
     uint64_t bytes;
@@ -235,7 +235,7 @@ int golden_spec_check(const golden_spec *s, char *err, size_t err_len)
                  slots, s->hidden_size);
         return -1;
     }
-    if (s->routing == GOLDEN_ROUTING_ROUTED || op == MOEPERM_OP_PERMUTE) {
+    if (s->routing == MOEPERM_GOLDEN_ROUTING_ROUTED || op == MOEPERM_OP_PERMUTE) {
         int64_t experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
         if (experts < s->top_k || experts > INT32_MAX) {
             snprintf(err, err_len,
@@ -292,19 +292,19 @@ static void route_token(uint64_t key, int64_t t, int64_t top_k, int64_t experts,
     }
 }
 
-static int make_indices(const golden_spec *s, int32_t *indices, char *err, size_t err_len)
+static int make_indices(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len)
 {
     int64_t n = s->tokens_num * s->top_k;
     switch (s->routing) {
-    case GOLDEN_ROUTING_IDENTITY:
+    case MOEPERM_GOLDEN_ROUTING_IDENTITY:
         for (int64_t i = 0; i < n; i++)
             indices[i] = (int32_t)i;
         return 0;
-    case GOLDEN_ROUTING_REVERSE:
+    case MOEPERM_GOLDEN_ROUTING_REVERSE:
         for (int64_t i = 0; i < n; i++)
             indices[i] = (int32_t)(n - 1 - i);
         return 0;
-    case GOLDEN_ROUTING_RANDOM: {
+    case MOEPERM_GOLDEN_ROUTING_RANDOM: {
         /* Fisher-Yates from the identity, i = n-1 down to 1, swap with a
          * j drawn from [0, i] by draw i of the permutation stream. */
         uint64_t key = prng_stream_key(s->seed, PRNG_STREAM_PERMUTATION);
@@ -318,7 +318,7 @@ static int make_indices(const golden_spec *s, int32_t *indices, char *err, size_
         }
         return 0;
     }
-    case GOLDEN_ROUTING_ROUTED:
+    case MOEPERM_GOLDEN_ROUTING_ROUTED:
         break;
     }
     int64_t experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
@@ -586,19 +586,19 @@ static const char *const rounding_scenarios[] = {
 
 const char *golden_scenario_name(const char *values, int64_t column, int *scenario)
 {
-    golden_values v;
-    if (!values || !golden_values_parse(values, &v) || (size_t)v >= COUNT(scenario_count) ||
+    moeperm_golden_values v;
+    if (!values || !moeperm_golden_values_parse(values, &v) || (size_t)v >= COUNT(scenario_count) ||
         scenario_count[v] <= 1)
         return NULL;
     *scenario = (int)(column % scenario_count[v]);
     switch (v) {
-    case GOLDEN_VALUES_NAN_INF:
+    case MOEPERM_GOLDEN_VALUES_NAN_INF:
         return nan_inf_scenarios[*scenario];
-    case GOLDEN_VALUES_SUBNORMAL:
+    case MOEPERM_GOLDEN_VALUES_SUBNORMAL:
         return subnormal_scenarios[*scenario];
-    case GOLDEN_VALUES_OVERFLOW:
+    case MOEPERM_GOLDEN_VALUES_OVERFLOW:
         return overflow_scenarios[*scenario];
-    case GOLDEN_VALUES_ROUNDING:
+    case MOEPERM_GOLDEN_VALUES_ROUNDING:
         return rounding_scenarios[*scenario];
     default:
         return NULL;
@@ -626,16 +626,16 @@ const char *golden_scenario_name(const char *values, int64_t column, int *scenar
  */
 typedef enum row_kind { ROW_ELEMENTS, ROW_NORMAL, ROW_BITS, ROW_INT8, ROW_NEGZERO } row_kind;
 
-static row_kind row_kind_of(moeperm_dtype dtype, golden_values values)
+static row_kind row_kind_of(moeperm_dtype dtype, moeperm_golden_values values)
 {
     if (dtype == MOEPERM_INT8)
         return ROW_INT8;
     switch (values) {
-    case GOLDEN_VALUES_NORMAL:
+    case MOEPERM_GOLDEN_VALUES_NORMAL:
         return ROW_NORMAL;
-    case GOLDEN_VALUES_BITS:
+    case MOEPERM_GOLDEN_VALUES_BITS:
         return ROW_BITS;
-    case GOLDEN_VALUES_NEGZERO:
+    case MOEPERM_GOLDEN_VALUES_NEGZERO:
         return ROW_NEGZERO;
     default:
         return ROW_ELEMENTS;
@@ -788,7 +788,7 @@ typedef enum role {
 
 typedef struct generator {
     format f;
-    golden_values values;
+    moeperm_golden_values values;
     int64_t top_k, hidden; /* of the draw numbering: (t * top_k + k) * hidden + h */
     uint64_t value_key, pick_key;
     role role;
@@ -914,20 +914,20 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
                                  uint64_t d0, uint64_t d1, uint32_t normal)
 {
     const format *f = &g->f;
-    golden_values v = g->values;
+    moeperm_golden_values v = g->values;
     if (g->role == ROLE_PROBS) {
         uint64_t ds;
         switch (v) {
-        case GOLDEN_VALUES_MASKING:
+        case MOEPERM_GOLDEN_VALUES_MASKING:
             ds = slot_draw(g, t, k);
             return (ds & 3u) == 0 ? ((ds & 4u) ? f->sign : 0) : normal;
-        case GOLDEN_VALUES_PRODUCT_ROUNDING:
+        case MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING:
             return f->one | (1u << (f->mantissa - product_d(g, t, k)));
-        case GOLDEN_VALUES_PRODUCT_SUBNORMAL:
+        case MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL:
             return narrow(f, ldexpf(1.0f, -subnormal_jp(g, t, k)));
-        case GOLDEN_VALUES_PRODUCT_OVERFLOW:
+        case MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW:
             return pow2(f, overflow_jp(g, t, k));
-        case GOLDEN_VALUES_ONE:
+        case MOEPERM_GOLDEN_VALUES_ONE:
             return f->one;
         default:
             return normal;
@@ -936,12 +936,12 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
     if (g->role == ROLE_TOKENS)
         return normal;
     switch (v) {
-    case GOLDEN_VALUES_MASKING:
+    case MOEPERM_GOLDEN_VALUES_MASKING:
         return g->role == ROLE_PERMUTED && slot_masked(g, t, k) ? poisoned(f, h, d0, normal)
                                                                 : normal;
-    case GOLDEN_VALUES_GRAD_INF:
+    case MOEPERM_GOLDEN_VALUES_GRAD_INF:
         return g->role == ROLE_GRAD && (t & 1) ? poisoned(f, h, d0, normal) : normal;
-    case GOLDEN_VALUES_CANCEL:
+    case MOEPERM_GOLDEN_VALUES_CANCEL:
         if (g->role == ROLE_GRAD) {
             /* +-2^-E, +-1, +-2^E in pairs of columns, E = 24 (fp16: 14):
              * the products span more than 24 bits, so which small ones
@@ -950,12 +950,12 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
             return ((h & 1) ? f->sign : 0) | pow2(f, e * ((int)((h >> 1) % 3) - 1));
         }
         return narrow(f, (float)(1.0 + normal_exact(d0, d1) / 4));
-    case GOLDEN_VALUES_TINY:
+    case MOEPERM_GOLDEN_VALUES_TINY:
         return compose(f, d0 & 1, f->dtype == MOEPERM_FLOAT16 ? -14 : -70,
                        random_mantissa(f, d0));
-    case GOLDEN_VALUES_PRODUCT_ROUNDING:
-    case GOLDEN_VALUES_PRODUCT_SUBNORMAL:
-    case GOLDEN_VALUES_PRODUCT_OVERFLOW:
+    case MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING:
+    case MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL:
+    case MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW:
         break;
     default:
         return normal;
@@ -968,7 +968,7 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
     bool at_p = grad || k == e.p, at_q = !grad && g->slots > 1 && k == e.q;
     uint32_t sgn = (e.dp & 1) ? f->sign : 0;
     switch (v) {
-    case GOLDEN_VALUES_PRODUCT_ROUNDING: {
+    case MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING: {
         int s = (int)(h % 6);
         if (s == 5 || (grad && s == 4))
             return normal;
@@ -985,14 +985,14 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
         uint32_t x = product_tie(f, product_d(g, t, e.p), e.dp, s & 1);
         return at_p ? x : (s >= 2 && at_q) ? x ^ f->sign : 0;
     }
-    case GOLDEN_VALUES_PRODUCT_SUBNORMAL: {
+    case MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL: {
         int s = (int)(h % 3);
         if (s == 2)
             return normal;
         int jp = subnormal_jp(g, t, grad ? e.p : k);
         return (s == 0 || at_p) ? subnormal_factor(f, jp, e.dp, d0) : 0;
     }
-    default: { /* GOLDEN_VALUES_PRODUCT_OVERFLOW */
+    default: { /* MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW */
         int s = (int)(h % 4);
         switch (s) {
         case 0:
@@ -1009,9 +1009,9 @@ static uint32_t coordinated_bits(const generator *g, int64_t t, int64_t k, int64
     }
 }
 
-static bool coordinated_kind(golden_values v)
+static bool coordinated_kind(moeperm_golden_values v)
 {
-    return v >= GOLDEN_VALUES_MASKING;
+    return v >= MOEPERM_GOLDEN_VALUES_MASKING;
 }
 
 static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h)
@@ -1028,11 +1028,11 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
     uint32_t normal = narrow(f, normal_value(e.d0, e.d1));
 
     switch (g->values) {
-    case GOLDEN_VALUES_NORMAL:
+    case MOEPERM_GOLDEN_VALUES_NORMAL:
         return normal;
-    case GOLDEN_VALUES_NEGZERO:
+    case MOEPERM_GOLDEN_VALUES_NEGZERO:
         return f->sign;
-    case GOLDEN_VALUES_BITS:
+    case MOEPERM_GOLDEN_VALUES_BITS:
         return f->dtype == MOEPERM_FLOAT ? (uint32_t)e.d0 : (uint32_t)(e.d0 & 0xffffu);
     default:
         break;
@@ -1051,11 +1051,11 @@ static uint32_t element_bits(const generator *g, int64_t t, int64_t k, int64_t h
     e.dp = prng_draw(g->pick_key, (uint64_t)t * (uint64_t)g->hidden + (uint64_t)h);
     pick_slots(&e, g->top_k);
     switch (g->values) {
-    case GOLDEN_VALUES_NAN_INF:
+    case MOEPERM_GOLDEN_VALUES_NAN_INF:
         return kind_nan_inf(f, &e, normal);
-    case GOLDEN_VALUES_SUBNORMAL:
+    case MOEPERM_GOLDEN_VALUES_SUBNORMAL:
         return kind_subnormal(f, &e, normal);
-    case GOLDEN_VALUES_OVERFLOW:
+    case MOEPERM_GOLDEN_VALUES_OVERFLOW:
         return kind_overflow(f, &e, normal);
     default:
         return kind_rounding(f, &e, normal);
@@ -1086,16 +1086,16 @@ static void store(moeperm_dtype dtype, void *data, uint64_t i, uint32_t bits)
  * for the writer to hand it to the disk without a copy (GOLDEN_IO_ALIGN)
  * and not zeroed: its fill writes every byte.  Returns it, or NULL when
  * memory runs out. */
-static golden_tensor *add_tensor(golden_case *c, const char *name, moeperm_dtype dtype,
+static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *name, moeperm_dtype dtype,
                                  uint64_t ndim, int64_t d0, int64_t d1)
 {
     size_t count;
-    const golden_slot *slots = golden_op_slots(c->op, &count);
-    const golden_slot *slot = NULL;
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(c->op, &count);
+    const moeperm_golden_slot *slot = NULL;
     for (size_t i = 0; i < count && !slot; i++)
         if (strcmp(slots[i].name, name) == 0)
             slot = &slots[i];
-    golden_tensor *t = &c->tensors[c->tensor_count++];
+    moeperm_golden_tensor *t = &c->tensors[c->tensor_count++];
     t->name = slot->name;
     t->role = slot->role;
     t->dtype = dtype;
@@ -1149,7 +1149,7 @@ static void fill_row(const generator *g, int64_t t, int64_t k, void *dst)
  * at every stretch, spinning on CPUs the writer's threads need.  Returns 0,
  * or -1 when memory runs out.
  */
-static int fill_rows(const generator *g, const int32_t *owner, golden_tensor *t,
+static int fill_rows(const generator *g, const int32_t *owner, moeperm_golden_tensor *t,
                      golden_case_writer *w)
 {
     int64_t rows = t->shape[0];
@@ -1203,7 +1203,7 @@ static int fill_rows(const generator *g, const int32_t *owner, golden_tensor *t,
  * memory runs out.
  */
 static int fill_permuted(const generator *g, const int32_t *indices, int64_t slots,
-                         golden_tensor *t, golden_case_writer *w)
+                         moeperm_golden_tensor *t, golden_case_writer *w)
 {
     int64_t rows = t->shape[0];
     int32_t *owner = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *owner);
@@ -1221,7 +1221,7 @@ static int fill_permuted(const generator *g, const int32_t *indices, int64_t slo
 
 /* The generator of one tensor of case s: dtype and value kind, its draws
  * numbered as (t * top_k + k) * hidden + h in stream. */
-static generator make_generator(const golden_spec *s, moeperm_dtype dtype, golden_values values,
+static generator make_generator(const moeperm_golden_spec *s, moeperm_dtype dtype, moeperm_golden_values values,
                                 int64_t top_k, int64_t hidden, int stream, role role)
 {
     generator g = {
@@ -1246,7 +1246,7 @@ static generator make_generator(const golden_spec *s, moeperm_dtype dtype, golde
 /* MoeTokenPermute's expert ids [T, K] of the index dtype: the routing's
  * choices, and with sentinels every 7th slot the dtype's minimum or maximum
  * (alternately), the ids the device sorts first and last. */
-static int fill_expert_ids(const golden_spec *s, golden_tensor *t, char *err, size_t err_len)
+static int fill_expert_ids(const moeperm_golden_spec *s, moeperm_golden_tensor *t, char *err, size_t err_len)
 {
     int64_t n = s->tokens_num * s->top_k;
     int64_t experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
@@ -1275,14 +1275,14 @@ static int fill_expert_ids(const golden_spec *s, golden_tensor *t, char *err, si
 
 /* Allocates and fills c's inputs for spec s, handing each to w (when not
  * NULL) as it is made. */
-static int make_tensors(const golden_spec *s, golden_case *c, golden_case_writer *w, char *err,
+static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, golden_case_writer *w, char *err,
                         size_t err_len)
 {
     int64_t T = s->tokens_num, K = s->top_k, H = s->hidden_size, slots = T * K;
     int64_t R = s->num_rows < 0 ? slots : s->num_rows;
     generator values =
         make_generator(s, s->dtype, s->values, K, H, PRNG_STREAM_VALUES, ROLE_PERMUTED);
-    golden_tensor *t, *idx;
+    moeperm_golden_tensor *t, *idx;
     switch (c->op) {
     case MOEPERM_OP_PERMUTE:
         if (!(t = add_tensor(c, "tokens", s->dtype, 2, T, H)))
@@ -1334,15 +1334,15 @@ done:
     return rc;
 }
 
-/* golden_generate(), handing each tensor to w (when not NULL) as it is
+/* moeperm_golden_generate(), handing each tensor to w (when not NULL) as it is
  * made.  On failure c is left to the caller to free: after w is stopped,
  * since w's threads may still be reading its tensors. */
-static int generate(const golden_spec *s, const char *command, golden_case *c,
+static int generate(const moeperm_golden_spec *s, const char *command, moeperm_golden_case *c,
                     golden_case_writer *w, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
     err[0] = '\0';
-    if (golden_spec_check(s, err, err_len) != 0)
+    if (moeperm_golden_spec_check(s, err, err_len) != 0)
         return -1;
     c->format_version = 2;
     c->op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
@@ -1350,11 +1350,11 @@ static int generate(const golden_spec *s, const char *command, golden_case *c,
     c->description = golden_strdup_printf("%s", s->description);
     c->generator = golden_strdup_printf("moeperm %s", moeperm_version());
     c->command = command ? golden_strdup_printf("%s", command) : NULL;
-    c->recipe.routing = golden_strdup_printf("%s", golden_routing_name(s->routing));
-    c->recipe.values = golden_strdup_printf("%s", golden_values_name(s->values));
+    c->recipe.routing = golden_strdup_printf("%s", moeperm_golden_routing_name(s->routing));
+    c->recipe.values = golden_strdup_printf("%s", moeperm_golden_values_name(s->values));
     c->recipe.probs_values =
         s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD && c->op != MOEPERM_OP_PERMUTE
-            ? golden_strdup_printf("%s", golden_values_name(s->probs_values))
+            ? golden_strdup_printf("%s", moeperm_golden_values_name(s->probs_values))
             : NULL;
     c->recipe.num_experts = s->num_experts ? s->num_experts : default_experts(s->top_k);
     c->recipe.hot_percent = s->hot_percent;
@@ -1377,39 +1377,39 @@ static int generate(const golden_spec *s, const char *command, golden_case *c,
     }
 
     char inner[768];
-    if (golden_case_finish(c, inner, sizeof inner) != 0) {
+    if (moeperm_golden_case_finish(c, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", s->name, inner);
         return -1;
     }
     return 0;
 }
 
-int golden_generate(const golden_spec *s, const char *command, golden_case *c, char *err,
+int moeperm_golden_generate(const moeperm_golden_spec *s, const char *command, moeperm_golden_case *c, char *err,
                     size_t err_len)
 {
     if (generate(s, command, c, NULL, err, err_len) != 0) {
-        golden_case_free(c);
+        moeperm_golden_case_free(c);
         return -1;
     }
     return 0;
 }
 
-int golden_generate_write(const golden_spec *s, const char *command, const char *path,
+int moeperm_golden_generate_write(const moeperm_golden_spec *s, const char *command, const char *path,
                           bool force, char *err, size_t err_len)
 {
     err[0] = '\0';
-    if (golden_spec_check(s, err, err_len) != 0)
+    if (moeperm_golden_spec_check(s, err, err_len) != 0)
         return -2;
     golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);
     if (!w)
         return -1;
-    golden_case c;
+    moeperm_golden_case c;
     if (generate(s, command, &c, w, err, err_len) != 0) {
         golden_case_writer_abort(w);
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
         return -2;
     }
     int rc = golden_case_writer_close(w, &c, err, err_len);
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return rc;
 }

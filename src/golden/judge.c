@@ -20,23 +20,23 @@
 #define SCENARIOS 16
 
 typedef struct output_judgement {
-    const golden_tensor *expected;
+    const moeperm_golden_tensor *expected;
     /* For a case of an adversarial value kind: the scenarios (columns
      * modulo the kind's count) of the differing elements. */
     const char *values;
     bool scenario_differs[SCENARIOS];
-    golden_compare_result compare;
-    golden_verdict verdict;
+    moeperm_golden_compare_result compare;
+    moeperm_golden_verdict verdict;
     golden_stats stats;
     bool has_stats;
     bool diagnosed;
     golden_diagnosis diagnosis;
 } output_judgement;
 
-struct golden_judgement {
+struct moeperm_golden_judgement {
     uint64_t max_ulp;
     size_t count;
-    output_judgement out[GOLDEN_MAX_TENSORS];
+    output_judgement out[MOEPERM_GOLDEN_MAX_TENSORS];
 };
 
 /* ---------------------------------------------------------------------- */
@@ -79,13 +79,13 @@ static double ulp_at(moeperm_dtype dtype, double v)
  * dtype for the final narrowing.  A difference inside that bound is
  * "order"; one outside is "wrong".
  */
-static void classify_probs_grad(const golden_case *c, const void *actual, output_judgement *o)
+static void classify_probs_grad(const moeperm_golden_case *c, const void *actual, output_judgement *o)
 {
-    const golden_tensor *exact = golden_case_tensor_const(c, "probs_grad_exact");
-    const golden_tensor *x = golden_case_tensor_const(c, "permuted_tokens");
-    const golden_tensor *g = golden_case_tensor_const(c, "unpermuted_tokens_grad");
-    const golden_tensor *idx = golden_case_tensor_const(c, "sorted_indices");
-    const golden_tensor *pg = o->expected;
+    const moeperm_golden_tensor *exact = moeperm_golden_case_tensor_const(c, "probs_grad_exact");
+    const moeperm_golden_tensor *x = moeperm_golden_case_tensor_const(c, "permuted_tokens");
+    const moeperm_golden_tensor *g = moeperm_golden_case_tensor_const(c, "unpermuted_tokens_grad");
+    const moeperm_golden_tensor *idx = moeperm_golden_case_tensor_const(c, "sorted_indices");
+    const moeperm_golden_tensor *pg = o->expected;
     if (!exact || !exact->data || !x || !x->data || !g || !g->data || !idx || !idx->data)
         return;
     int64_t n = pg->shape[0], k = pg->shape[1], rows = x->shape[0], h = x->shape[1];
@@ -153,9 +153,9 @@ static void classify_probs_grad(const golden_case *c, const void *actual, output
 /* Notes which scenarios the differing columns of o belong to, when the
  * case was made with an adversarial kind and o's columns are the hidden
  * columns the scenarios are laid out on (docs/golden-format.md). */
-static void note_scenarios(const golden_case *c, const void *actual, output_judgement *o)
+static void note_scenarios(const moeperm_golden_case *c, const void *actual, output_judgement *o)
 {
-    const golden_tensor *t = o->expected;
+    const moeperm_golden_tensor *t = o->expected;
     int scenario;
     if (!c->recipe.values || t->ndim != 2 || strcmp(t->name, "probs_grad") == 0 ||
         strcmp(t->name, "sorted_indices") == 0 ||
@@ -192,7 +192,7 @@ static void report_scenarios(FILE *f, const output_judgement *o, const char *ind
 }
 
 /* The tensor as the diagnosis takes it. */
-static golden_diag_tensor diag_tensor(const golden_tensor *t)
+static golden_diag_tensor diag_tensor(const moeperm_golden_tensor *t)
 {
     golden_diag_tensor d;
     memset(&d, 0, sizeof d);
@@ -204,13 +204,13 @@ static golden_diag_tensor diag_tensor(const golden_tensor *t)
     return d;
 }
 
-static int diagnose(const golden_case *c, const void *actual, bool strict_nan,
+static int diagnose(const moeperm_golden_case *c, const void *actual, bool strict_nan,
                     output_judgement *o, char *err, size_t err_len)
 {
-    golden_diag_tensor inputs[GOLDEN_MAX_TENSORS];
+    golden_diag_tensor inputs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t n = 0;
     for (size_t i = 0; i < c->tensor_count; i++)
-        if (c->tensors[i].role == GOLDEN_ROLE_INPUT && c->tensors[i].data)
+        if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_INPUT && c->tensors[i].data)
             inputs[n++] = diag_tensor(&c->tensors[i]);
     golden_diag_attr attrs[2] = {{"top_k", c->attrs.top_k},
                                  {"num_out_tokens", c->attrs.num_out_tokens}};
@@ -227,7 +227,7 @@ static int diagnose(const golden_case *c, const void *actual, bool strict_nan,
 /* What an output's rows and columns are, for the report: the permuted
  * tensors' rows are rows (a token's copy for one expert), sorted_indices
  * and probs_grad's columns are slots. */
-static void nouns(const golden_tensor *t, const char **row, const char **column)
+static void nouns(const moeperm_golden_tensor *t, const char **row, const char **column)
 {
     *row = "token";
     *column = "column";
@@ -241,23 +241,23 @@ static void nouns(const golden_tensor *t, const char **row, const char **column)
     }
 }
 
-int golden_judge(const golden_case *c, void *const *actual, const golden_judge_options *options,
-                 golden_judgement **out, char *err, size_t err_len)
+int moeperm_golden_judge(const moeperm_golden_case *c, void *const *actual, const moeperm_golden_judge_options *options,
+                 moeperm_golden_judgement **out, char *err, size_t err_len)
 {
     *out = NULL;
-    golden_judgement *j = calloc(1, sizeof *j);
+    moeperm_golden_judgement *j = calloc(1, sizeof *j);
     if (!j) {
         snprintf(err, err_len, "out of memory judging %s", c->name ? c->name : "a case");
         return -1;
     }
     j->max_ulp = options->max_ulp;
     for (size_t i = 0; i < c->tensor_count; i++) {
-        const golden_tensor *t = &c->tensors[i];
-        if (t->role != GOLDEN_ROLE_OUTPUT)
+        const moeperm_golden_tensor *t = &c->tensors[i];
+        if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
             continue;
         if (!t->data && t->bytes) {
             snprintf(err, err_len, "%s: the golden %s is not loaded", c->name, t->name);
-            golden_judgement_free(j);
+            moeperm_golden_judgement_free(j);
             return -1;
         }
         output_judgement *o = &j->out[j->count++];
@@ -268,20 +268,20 @@ int golden_judge(const golden_case *c, void *const *actual, const golden_judge_o
             cols *= t->shape[d];
         const char *row_noun, *column_noun;
         nouns(t, &row_noun, &column_noun);
-        if (golden_compare_named(t->dtype, rows, cols, t->data, got, options->strict_nan,
+        if (moeperm_golden_compare_named(t->dtype, rows, cols, t->data, got, options->strict_nan,
                                  row_noun, column_noun, &o->compare) != 0) {
             snprintf(err, err_len, "out of memory comparing %s", t->name);
-            golden_judgement_free(j);
+            moeperm_golden_judgement_free(j);
             return -1;
         }
-        o->verdict = golden_compare_verdict(&o->compare, options->max_ulp);
+        o->verdict = moeperm_golden_compare_verdict(&o->compare, options->max_ulp);
         o->has_stats = golden_stats_compute(t->dtype, t->data, got,
-                                            golden_tensor_elements(t), &o->stats) == 0;
+                                            moeperm_golden_tensor_elements(t), &o->stats) == 0;
         if (o->compare.differing > 0)
             note_scenarios(c, got, o);
         if (o->compare.differing > 0 && options->diagnose &&
             diagnose(c, got, options->strict_nan, o, err, err_len) != 0) {
-            golden_judgement_free(j);
+            moeperm_golden_judgement_free(j);
             return -1;
         }
     }
@@ -289,73 +289,73 @@ int golden_judge(const golden_case *c, void *const *actual, const golden_judge_o
     return 0;
 }
 
-void golden_judgement_free(golden_judgement *j)
+void moeperm_golden_judgement_free(moeperm_golden_judgement *j)
 {
     if (!j)
         return;
     for (size_t i = 0; i < j->count; i++)
-        golden_compare_free(&j->out[i].compare);
+        moeperm_golden_compare_free(&j->out[i].compare);
     free(j);
 }
 
-golden_verdict golden_judgement_verdict(const golden_judgement *j)
+moeperm_golden_verdict moeperm_golden_judgement_verdict(const moeperm_golden_judgement *j)
 {
-    golden_verdict worst = GOLDEN_VERDICT_SAME;
+    moeperm_golden_verdict worst = MOEPERM_GOLDEN_VERDICT_SAME;
     for (size_t i = 0; i < j->count; i++)
         worst = j->out[i].verdict > worst ? j->out[i].verdict : worst;
     return worst;
 }
 
-size_t golden_judgement_output_count(const golden_judgement *j)
+size_t moeperm_golden_judgement_output_count(const moeperm_golden_judgement *j)
 {
     return j->count;
 }
 
-const char *golden_judgement_output_name(const golden_judgement *j, size_t i)
+const char *moeperm_golden_judgement_output_name(const moeperm_golden_judgement *j, size_t i)
 {
     return i < j->count ? j->out[i].expected->name : NULL;
 }
 
-golden_verdict golden_judgement_output_verdict(const golden_judgement *j, size_t i)
+moeperm_golden_verdict moeperm_golden_judgement_output_verdict(const moeperm_golden_judgement *j, size_t i)
 {
-    return i < j->count ? j->out[i].verdict : GOLDEN_VERDICT_DIFFERENT;
+    return i < j->count ? j->out[i].verdict : MOEPERM_GOLDEN_VERDICT_DIFFERENT;
 }
 
-const golden_compare_result *golden_judgement_output_compare(const golden_judgement *j,
+const moeperm_golden_compare_result *moeperm_golden_judgement_output_compare(const moeperm_golden_judgement *j,
                                                               size_t i)
 {
     return i < j->count ? &j->out[i].compare : NULL;
 }
 
-size_t golden_judgement_finding_count(const golden_judgement *j, size_t i)
+size_t moeperm_golden_judgement_finding_count(const moeperm_golden_judgement *j, size_t i)
 {
     return i < j->count && j->out[i].diagnosed ? j->out[i].diagnosis.count : 0;
 }
 
-static const golden_finding *finding(const golden_judgement *j, size_t i, size_t k)
+static const golden_finding *finding(const moeperm_golden_judgement *j, size_t i, size_t k)
 {
-    return k < golden_judgement_finding_count(j, i) ? &j->out[i].diagnosis.finding[k] : NULL;
+    return k < moeperm_golden_judgement_finding_count(j, i) ? &j->out[i].diagnosis.finding[k] : NULL;
 }
 
-const char *golden_judgement_finding_id(const golden_judgement *j, size_t i, size_t k)
+const char *moeperm_golden_judgement_finding_id(const moeperm_golden_judgement *j, size_t i, size_t k)
 {
     const golden_finding *f = finding(j, i, k);
     return f ? f->id : NULL;
 }
 
-const char *golden_judgement_finding_detail(const golden_judgement *j, size_t i, size_t k)
+const char *moeperm_golden_judgement_finding_detail(const moeperm_golden_judgement *j, size_t i, size_t k)
 {
     const golden_finding *f = finding(j, i, k);
     return f ? f->detail : NULL;
 }
 
-bool golden_judgement_finding_exact(const golden_judgement *j, size_t i, size_t k)
+bool moeperm_golden_judgement_finding_exact(const moeperm_golden_judgement *j, size_t i, size_t k)
 {
     const golden_finding *f = finding(j, i, k);
     return f && f->exact;
 }
 
-void golden_judgement_report(FILE *f, const golden_judgement *j, const char *indent)
+void moeperm_golden_judgement_report(FILE *f, const moeperm_golden_judgement *j, const char *indent)
 {
     for (size_t i = 0; i < j->count; i++) {
         const output_judgement *o = &j->out[i];
@@ -365,16 +365,16 @@ void golden_judgement_report(FILE *f, const golden_judgement *j, const char *ind
         snprintf(deeper, sizeof deeper, "%s%s", indent, j->count > 1 ? "  " : "");
         if (j->count > 1)
             fprintf(f, "%s%s:\n", indent, o->expected->name);
-        if (o->verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE)
+        if (o->verdict == MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE)
             fprintf(f, "%swithin %" PRIu64 " ulp, not bit-exact\n", deeper, j->max_ulp);
         if (o->diagnosed)
             golden_diagnosis_report(f, &o->diagnosis, deeper);
-        golden_compare_report(f, o->expected->dtype, &o->compare, deeper);
+        moeperm_golden_compare_report(f, o->expected->dtype, &o->compare, deeper);
         report_scenarios(f, o, deeper);
     }
 }
 
-char *golden_judgement_summary(const golden_judgement *j)
+char *moeperm_golden_judgement_summary(const moeperm_golden_judgement *j)
 {
     char *text = NULL;
     size_t size = 0;
@@ -386,11 +386,11 @@ char *golden_judgement_summary(const golden_judgement *j)
         const output_judgement *o = &j->out[i];
         if (o->compare.differing == 0)
             continue;
-        char *line = golden_compare_summary(o->expected->dtype, &o->compare);
+        char *line = moeperm_golden_compare_summary(o->expected->dtype, &o->compare);
         fprintf(f, "%s", first ? "" : "; ");
         if (j->count > 1)
             fprintf(f, "%s: ", o->expected->name);
-        if (o->verdict == GOLDEN_VERDICT_WITHIN_TOLERANCE)
+        if (o->verdict == MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE)
             fprintf(f, "within %" PRIu64 " ulp, not bit-exact: ", j->max_ulp);
         fputs(line ? line : "elements differ", f);
         if (o->diagnosed && o->diagnosis.count > 0)
@@ -406,7 +406,7 @@ char *golden_judgement_summary(const golden_judgement *j)
     return text;
 }
 
-int golden_json_report_add_judgement(golden_json_report *r, const golden_judgement *j)
+int moeperm_golden_json_report_add_judgement(moeperm_golden_json_report *r, const moeperm_golden_judgement *j)
 {
     for (size_t i = 0; i < j->count; i++) {
         const output_judgement *o = &j->out[i];

@@ -1,6 +1,6 @@
 /*
  * manifest.c - case.json, both ways: parse a manifest (format 2, and the
- * MoeTokenPermuteGrad-only format 1) into a golden_case, checking every
+ * MoeTokenPermuteGrad-only format 1) into a moeperm_golden_case, checking every
  * claim it makes that can be checked without the tensor files; and emit
  * one, byte-stable, so a regenerated corpus diffs cleanly.
  *
@@ -183,9 +183,9 @@ static void quote_shape(char *buf, size_t len, json_object *shape)
  * them) those must match; with a role (format 2) the entry's "role" must
  * say it.  sha receives the manifest's hash.
  */
-static int read_tensor(reader *r, json_object *entry, const char *key, golden_role role,
+static int read_tensor(reader *r, json_object *entry, const char *key, moeperm_golden_role role,
                        const moeperm_dtype *expected_dtype, const int64_t *expected_shape,
-                       size_t expected_ndim, golden_tensor *t, char sha[GOLDEN_SHA256_HEX])
+                       size_t expected_ndim, moeperm_golden_tensor *t, char sha[GOLDEN_SHA256_HEX])
 {
     char path[96];
     json_object *shape;
@@ -198,9 +198,9 @@ static int read_tensor(reader *r, json_object *entry, const char *key, golden_ro
         const char *role_text;
         if (get_string(r, entry, path, "role", &role_text) != 0)
             return -1;
-        if (strcmp(role_text, golden_role_name(role)) != 0)
+        if (strcmp(role_text, moeperm_golden_role_name(role)) != 0)
             return fail(r, "tensors.%s.role is \"%s\", expected \"%s\"", key, role_text,
-                        golden_role_name(role));
+                        moeperm_golden_role_name(role));
     }
     if (get_string(r, entry, path, "file", &file) != 0 ||
         get_string(r, entry, path, "dtype", &dtype) != 0 ||
@@ -210,9 +210,9 @@ static int read_tensor(reader *r, json_object *entry, const char *key, golden_ro
     if (check_file_name(r, key, file) != 0)
         return -1;
     if (expected_dtype) {
-        if (strcmp(dtype, golden_dtype_name(*expected_dtype)) != 0)
+        if (strcmp(dtype, moeperm_golden_dtype_name(*expected_dtype)) != 0)
             return fail(r, "tensors.%s.dtype is \"%s\", expected \"%s\"", key, dtype,
-                        golden_dtype_name(*expected_dtype));
+                        moeperm_golden_dtype_name(*expected_dtype));
         t->dtype = *expected_dtype;
     } else if (!golden_dtype_parse_canonical(dtype, &t->dtype)) {
         return fail(r,
@@ -246,7 +246,7 @@ static int read_tensor(reader *r, json_object *entry, const char *key, golden_ro
         uint64_t d;
         char what[32];
         snprintf(what, sizeof what, "shape[%zu]", i);
-        if (get_int(r, entry, path, what, 0, (uint64_t)GOLDEN_MAX_DIM,
+        if (get_int(r, entry, path, what, 0, (uint64_t)MOEPERM_GOLDEN_MAX_DIM,
                     json_object_array_get_idx(shape, i), &d) != 0)
             return -1;
         t->shape[i] = (int64_t)d;
@@ -280,7 +280,7 @@ static int read_tensor(reader *r, json_object *entry, const char *key, golden_ro
 
 /* The recipe only informs people and re-implementations; nothing is
  * computed from it, so it is read leniently. */
-static int read_recipe(json_object *root, golden_recipe *recipe)
+static int read_recipe(json_object *root, moeperm_golden_recipe *recipe)
 {
     json_object *obj, *field;
     if (!json_object_object_get_ex(root, "recipe", &obj) ||
@@ -303,7 +303,7 @@ static int read_recipe(json_object *root, golden_recipe *recipe)
 
 /* name, description, generator, command, seed and the recipe: the keys
  * both formats share. */
-static int read_common(reader *r, json_object *root, golden_case *c)
+static int read_common(reader *r, json_object *root, moeperm_golden_case *c)
 {
     const char *s;
     uint64_t seed;
@@ -325,7 +325,7 @@ static int read_common(reader *r, json_object *root, golden_case *c)
 /* Format 1: MoeTokenPermuteGrad, shapes fixed by top-level keys          */
 /* ---------------------------------------------------------------------- */
 
-static int read_v1(reader *r, json_object *root, golden_case *c, char sha[][GOLDEN_SHA256_HEX])
+static int read_v1(reader *r, json_object *root, moeperm_golden_case *c, char sha[][GOLDEN_SHA256_HEX])
 {
     const char *s;
     json_object *value, *tensors;
@@ -341,10 +341,10 @@ static int read_v1(reader *r, json_object *root, golden_case *c, char sha[][GOLD
     if (!golden_dtype_parse_canonical(s, &dtype) || moeperm_dtype_size(dtype) == 0 ||
         (dtype != MOEPERM_FLOAT && dtype != MOEPERM_FLOAT16 && dtype != MOEPERM_BF16))
         return fail(r, "dtype is \"%s\", expected \"float32\", \"float16\" or \"bf16\"", s);
-    if (get_uint(r, root, "", "tokens_num", (uint64_t)GOLDEN_MAX_DIM, &t) != 0 ||
-        get_uint(r, root, "", "top_k", (uint64_t)GOLDEN_MAX_DIM, &k) != 0 ||
-        get_uint(r, root, "", "hidden_size", (uint64_t)GOLDEN_MAX_DIM, &h) != 0 ||
-        get_uint(r, root, "", "num_rows", (uint64_t)GOLDEN_MAX_DIM, &rows) != 0)
+    if (get_uint(r, root, "", "tokens_num", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &t) != 0 ||
+        get_uint(r, root, "", "top_k", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &k) != 0 ||
+        get_uint(r, root, "", "hidden_size", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &h) != 0 ||
+        get_uint(r, root, "", "num_rows", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &rows) != 0)
         return -1;
     /* sorted_indices holds int32 rows 0..T*K-1, so T*K is at most 2^31. */
     if (k != 0 && t > (UINT64_C(1) << 31) / k)
@@ -368,10 +368,10 @@ static int read_v1(reader *r, json_object *root, golden_case *c, char sha[][GOLD
     const size_t ndims[3] = {2, 1, 2};
     const moeperm_dtype dtypes[3] = {dtype, MOEPERM_INT32, dtype};
     size_t count;
-    const golden_slot *slot = golden_op_slots(MOEPERM_OP_PERMUTE_GRAD, &count);
+    const moeperm_golden_slot *slot = moeperm_golden_op_slots(MOEPERM_OP_PERMUTE_GRAD, &count);
     for (size_t i = 0; i < count; i++) {
         json_object *entry;
-        golden_tensor *tensor = &c->tensors[i];
+        moeperm_golden_tensor *tensor = &c->tensors[i];
         if (get_member(r, tensors, "tensors.", slot[i].name, json_type_object, &entry) != 0)
             return -1;
         tensor->name = slot[i].name;
@@ -408,11 +408,11 @@ static bool attr_known(moeperm_op op, const char *key)
     return false;
 }
 
-static int read_attrs(reader *r, json_object *root, golden_case *c)
+static int read_attrs(reader *r, json_object *root, moeperm_golden_case *c)
 {
     json_object *attrs, *value;
     uint64_t v;
-    golden_attrs *a = &c->attrs;
+    moeperm_golden_attrs *a = &c->attrs;
     if (get_member(r, root, "", "attrs", json_type_object, &attrs) != 0)
         return -1;
     json_object_object_foreach(attrs, key, unused)
@@ -426,13 +426,13 @@ static int read_attrs(reader *r, json_object *root, golden_case *c)
     a->padded_mode = json_object_get_boolean(value);
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD:
-        if (get_uint(r, attrs, "attrs.", "top_k", (uint64_t)GOLDEN_MAX_DIM, &v) != 0)
+        if (get_uint(r, attrs, "attrs.", "top_k", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &v) != 0)
             return -1;
         a->top_k = (int64_t)v;
         break;
     case MOEPERM_OP_PERMUTE:
-        if (get_int(r, attrs, "attrs.", "num_out_tokens", -GOLDEN_MAX_DIM,
-                    (uint64_t)GOLDEN_MAX_DIM, NULL, &v) != 0)
+        if (get_int(r, attrs, "attrs.", "num_out_tokens", -MOEPERM_GOLDEN_MAX_DIM,
+                    (uint64_t)MOEPERM_GOLDEN_MAX_DIM, NULL, &v) != 0)
             return -1;
         a->num_out_tokens = (int64_t)v;
         break;
@@ -448,7 +448,7 @@ static int read_attrs(reader *r, json_object *root, golden_case *c)
             for (size_t i = 0; i < a->restore_shape_len; i++) {
                 char what[40];
                 snprintf(what, sizeof what, "restore_shape[%zu]", i);
-                if (get_int(r, attrs, "attrs.", what, 0, (uint64_t)GOLDEN_MAX_DIM,
+                if (get_int(r, attrs, "attrs.", what, 0, (uint64_t)MOEPERM_GOLDEN_MAX_DIM,
                             json_object_array_get_idx(value, i), &v) != 0)
                     return -1;
                 a->restore_shape[i] = (int64_t)v;
@@ -460,7 +460,7 @@ static int read_attrs(reader *r, json_object *root, golden_case *c)
             for (size_t i = 0; i < 2; i++) {
                 if (!json_object_object_get_ex(attrs, chip_keys[i], &value))
                     continue;
-                if (get_int(r, attrs, "attrs.", chip_keys[i], 1, (uint64_t)GOLDEN_MAX_DIM,
+                if (get_int(r, attrs, "attrs.", chip_keys[i], 1, (uint64_t)MOEPERM_GOLDEN_MAX_DIM,
                             value, &v) != 0)
                     return -1;
                 *fields[i] = (int64_t)v;
@@ -471,7 +471,7 @@ static int read_attrs(reader *r, json_object *root, golden_case *c)
     return 0;
 }
 
-static int read_v2(reader *r, json_object *root, golden_case *c, char sha[][GOLDEN_SHA256_HEX])
+static int read_v2(reader *r, json_object *root, moeperm_golden_case *c, char sha[][GOLDEN_SHA256_HEX])
 {
     const char *op_name;
     json_object *tensors;
@@ -488,7 +488,7 @@ static int read_v2(reader *r, json_object *root, golden_case *c, char sha[][GOLD
         return -1;
 
     size_t count;
-    const golden_slot *slot = golden_op_slots(c->op, &count);
+    const moeperm_golden_slot *slot = moeperm_golden_op_slots(c->op, &count);
     json_object_object_foreach(tensors, key, unused)
     {
         (void)unused;
@@ -505,7 +505,7 @@ static int read_v2(reader *r, json_object *root, golden_case *c, char sha[][GOLD
                 return fail(r, "tensors.%s is missing", slot[i].name);
             continue;
         }
-        golden_tensor *t = &c->tensors[c->tensor_count];
+        moeperm_golden_tensor *t = &c->tensors[c->tensor_count];
         t->name = slot[i].name;
         t->role = slot[i].role;
         c->tensor_count++;
@@ -516,7 +516,7 @@ static int read_v2(reader *r, json_object *root, golden_case *c, char sha[][GOLD
     return golden_check_optional_tensors(c, r->err, r->err_len, r->manifest);
 }
 
-int golden_manifest_parse(const char *manifest_path, const char *text, golden_case *c,
+int golden_manifest_parse(const char *manifest_path, const char *text, moeperm_golden_case *c,
                           char sha[][GOLDEN_SHA256_HEX], char *err, size_t err_len)
 {
     reader r = {manifest_path, err, err_len};
@@ -546,15 +546,15 @@ int golden_manifest_parse(const char *manifest_path, const char *text, golden_ca
     } else {
         const char *format;
         if (get_string(&r, root, "", "format", &format) == 0) {
-            if (strcmp(format, GOLDEN_FORMAT) == 0) {
+            if (strcmp(format, MOEPERM_GOLDEN_FORMAT) == 0) {
                 c->format_version = 2;
                 rc = read_v2(&r, root, c, sha);
-            } else if (strcmp(format, GOLDEN_FORMAT_V1) == 0) {
+            } else if (strcmp(format, MOEPERM_GOLDEN_FORMAT_V1) == 0) {
                 c->format_version = 1;
                 rc = read_v1(&r, root, c, sha);
             } else {
-                fail(&r, "format is \"%s\", expected \"%s\" or \"%s\"", format, GOLDEN_FORMAT,
-                     GOLDEN_FORMAT_V1);
+                fail(&r, "format is \"%s\", expected \"%s\" or \"%s\"", format, MOEPERM_GOLDEN_FORMAT,
+                     MOEPERM_GOLDEN_FORMAT_V1);
             }
         }
     }
@@ -600,9 +600,9 @@ static void put_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void put_attrs(FILE *f, const golden_case *c)
+static void put_attrs(FILE *f, const moeperm_golden_case *c)
 {
-    const golden_attrs *a = &c->attrs;
+    const moeperm_golden_attrs *a = &c->attrs;
     fputs("  \"attrs\": {", f);
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD:
@@ -628,7 +628,7 @@ static void put_attrs(FILE *f, const golden_case *c)
     fprintf(f, "\"padded_mode\": %s},\n", a->padded_mode ? "true" : "false");
 }
 
-static void put_recipe(FILE *f, const golden_recipe *recipe)
+static void put_recipe(FILE *f, const moeperm_golden_recipe *recipe)
 {
     if (!recipe->routing || !recipe->values)
         return;
@@ -648,14 +648,14 @@ static void put_recipe(FILE *f, const golden_recipe *recipe)
     fputc('}', f);
 }
 
-char *golden_manifest_text(const golden_case *c, const char sha[][GOLDEN_SHA256_HEX],
+char *golden_manifest_text(const moeperm_golden_case *c, const char sha[][GOLDEN_SHA256_HEX],
                            size_t *size)
 {
     char *text = NULL;
     FILE *f = open_memstream(&text, size);
     if (!f)
         return NULL;
-    fprintf(f, "{\n  \"format\": \"%s\",\n  \"op\": \"%s\",\n  \"name\": ", GOLDEN_FORMAT,
+    fprintf(f, "{\n  \"format\": \"%s\",\n  \"op\": \"%s\",\n  \"name\": ", MOEPERM_GOLDEN_FORMAT,
             moeperm_op_name(c->op));
     put_json_string(f, c->name ? c->name : "");
     fputs(",\n  \"description\": ", f);
@@ -671,10 +671,10 @@ char *golden_manifest_text(const golden_case *c, const char sha[][GOLDEN_SHA256_
     put_recipe(f, &c->recipe);
     fputs(",\n  \"tensors\": {\n", f);
     for (size_t i = 0; i < c->tensor_count; i++) {
-        const golden_tensor *t = &c->tensors[i];
+        const moeperm_golden_tensor *t = &c->tensors[i];
         fprintf(f, "    \"%s\": {\"role\": \"%s\", \"file\": \"%s.bin\", \"dtype\": \"%s\", "
                    "\"shape\": [",
-                t->name, golden_role_name(t->role), t->name, golden_dtype_name(t->dtype));
+                t->name, moeperm_golden_role_name(t->role), t->name, moeperm_golden_dtype_name(t->dtype));
         for (uint64_t d = 0; d < t->ndim; d++)
             fprintf(f, "%s%" PRId64, d ? ", " : "", t->shape[d]);
         fprintf(f, "], \"sha256\": \"%s\"}%s\n", sha[i], i + 1 < c->tensor_count ? "," : "");

@@ -114,7 +114,7 @@ int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *s
 /*
  * golden_npy_write_file() writes the elements at data as a .npy file at
  * path (C order, version 1.0 header), atomically as
- * golden_write_file_atomic() does.  Returns 0, or -1 with a sentence in
+ * moeperm_golden_write_file_atomic() does.  Returns 0, or -1 with a sentence in
  * err.
  */
 int golden_npy_write_file(const char *path, moeperm_dtype dtype, const int64_t *shape,

@@ -13,37 +13,37 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const golden_slot permute_grad_slots[] = {
-    {"permuted_output_grad", GOLDEN_ROLE_INPUT, false},
-    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
-    {"input_grad", GOLDEN_ROLE_OUTPUT, false},
+static const moeperm_golden_slot permute_grad_slots[] = {
+    {"permuted_output_grad", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"input_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, false},
 };
 
-static const golden_slot permute_slots[] = {
-    {"tokens", GOLDEN_ROLE_INPUT, false},
-    {"indices", GOLDEN_ROLE_INPUT, false},
-    {"permuted_tokens", GOLDEN_ROLE_OUTPUT, false},
-    {"sorted_indices", GOLDEN_ROLE_OUTPUT, false},
+static const moeperm_golden_slot permute_slots[] = {
+    {"tokens", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"indices", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"permuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, false},
+    {"sorted_indices", MOEPERM_GOLDEN_ROLE_OUTPUT, false},
 };
 
-static const golden_slot unpermute_slots[] = {
-    {"permuted_tokens", GOLDEN_ROLE_INPUT, false},
-    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
-    {"probs", GOLDEN_ROLE_INPUT, true},
-    {"unpermuted_tokens", GOLDEN_ROLE_OUTPUT, false},
+static const moeperm_golden_slot unpermute_slots[] = {
+    {"permuted_tokens", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"probs", MOEPERM_GOLDEN_ROLE_INPUT, true},
+    {"unpermuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, false},
 };
 
-static const golden_slot unpermute_grad_slots[] = {
-    {"permuted_tokens", GOLDEN_ROLE_INPUT, false},
-    {"unpermuted_tokens_grad", GOLDEN_ROLE_INPUT, false},
-    {"sorted_indices", GOLDEN_ROLE_INPUT, false},
-    {"probs", GOLDEN_ROLE_INPUT, true},
-    {"permuted_tokens_grad", GOLDEN_ROLE_OUTPUT, false},
-    {"probs_grad", GOLDEN_ROLE_OUTPUT, true},
-    {"probs_grad_exact", GOLDEN_ROLE_EXACT, true},
+static const moeperm_golden_slot unpermute_grad_slots[] = {
+    {"permuted_tokens", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"unpermuted_tokens_grad", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"sorted_indices", MOEPERM_GOLDEN_ROLE_INPUT, false},
+    {"probs", MOEPERM_GOLDEN_ROLE_INPUT, true},
+    {"permuted_tokens_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, false},
+    {"probs_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, true},
+    {"probs_grad_exact", MOEPERM_GOLDEN_ROLE_EXACT, true},
 };
 
-const golden_slot *golden_op_slots(moeperm_op op, size_t *count)
+const moeperm_golden_slot *moeperm_golden_op_slots(moeperm_op op, size_t *count)
 {
     switch (op) {
     case MOEPERM_OP_PERMUTE_GRAD:
@@ -63,20 +63,20 @@ const golden_slot *golden_op_slots(moeperm_op op, size_t *count)
     return NULL;
 }
 
-const char *golden_role_name(golden_role role)
+const char *moeperm_golden_role_name(moeperm_golden_role role)
 {
     switch (role) {
-    case GOLDEN_ROLE_INPUT:
+    case MOEPERM_GOLDEN_ROLE_INPUT:
         return "input";
-    case GOLDEN_ROLE_OUTPUT:
+    case MOEPERM_GOLDEN_ROLE_OUTPUT:
         return "output";
-    case GOLDEN_ROLE_EXACT:
+    case MOEPERM_GOLDEN_ROLE_EXACT:
         return "exact";
     }
     return "unknown";
 }
 
-bool golden_case_file_name(const char *name)
+bool moeperm_golden_case_file_name(const char *name)
 {
     if (strcmp(name, "case.json") == 0)
         return true;
@@ -88,7 +88,7 @@ bool golden_case_file_name(const char *name)
                                      MOEPERM_OP_UNPERMUTE, MOEPERM_OP_UNPERMUTE_GRAD};
     for (size_t o = 0; o < COUNT(ops); o++) {
         size_t n;
-        const golden_slot *slots = golden_op_slots(ops[o], &n);
+        const moeperm_golden_slot *slots = moeperm_golden_op_slots(ops[o], &n);
         for (size_t i = 0; i < n; i++)
             if (strlen(slots[i].name) == stem && strncmp(name, slots[i].name, stem) == 0)
                 return true;
@@ -110,7 +110,7 @@ size_t golden_case_file_list(const char *const **names)
         size_t n = 0;
         for (size_t o = 0; o < COUNT(ops); o++) {
             size_t slots;
-            const golden_slot *slot = golden_op_slots(ops[o], &slots);
+            const moeperm_golden_slot *slot = moeperm_golden_op_slots(ops[o], &slots);
             for (size_t i = 0; i < slots; i++)
                 for (int npy = 0; npy < 2; npy++) {
                     char name[48];
@@ -131,7 +131,7 @@ size_t golden_case_file_list(const char *const **names)
     return count;
 }
 
-golden_tensor *golden_case_tensor(golden_case *c, const char *name)
+moeperm_golden_tensor *moeperm_golden_case_tensor(moeperm_golden_case *c, const char *name)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
         if (strcmp(c->tensors[i].name, name) == 0)
@@ -139,12 +139,12 @@ golden_tensor *golden_case_tensor(golden_case *c, const char *name)
     return NULL;
 }
 
-const golden_tensor *golden_case_tensor_const(const golden_case *c, const char *name)
+const moeperm_golden_tensor *moeperm_golden_case_tensor_const(const moeperm_golden_case *c, const char *name)
 {
-    return golden_case_tensor((golden_case *)c, name);
+    return moeperm_golden_case_tensor((moeperm_golden_case *)c, name);
 }
 
-uint64_t golden_tensor_elements(const golden_tensor *t)
+uint64_t moeperm_golden_tensor_elements(const moeperm_golden_tensor *t)
 {
     uint64_t n = 1;
     for (uint64_t i = 0; i < t->ndim; i++)
@@ -159,7 +159,7 @@ uint64_t golden_tensor_elements(const golden_tensor *t)
 /* The library's views of a case's tensors, in the case's order, with the
  * outputs pointing at the caller's buffers. */
 typedef struct views {
-    moeperm_tensor *t[GOLDEN_MAX_TENSORS];
+    moeperm_tensor *t[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t count;
 } views;
 
@@ -169,15 +169,15 @@ static void views_free(views *v)
         moeperm_tensor_destroy(v->t[i]);
 }
 
-static int views_make(const golden_case *c, void *const *outputs, views *v, char *err,
+static int views_make(const moeperm_golden_case *c, void *const *outputs, views *v, char *err,
                       size_t err_len)
 {
     size_t out = 0;
     memset(v, 0, sizeof *v);
     for (size_t i = 0; i < c->tensor_count; i++) {
-        const golden_tensor *t = &c->tensors[i];
+        const moeperm_golden_tensor *t = &c->tensors[i];
         void *data = t->data;
-        if (t->role == GOLDEN_ROLE_OUTPUT)
+        if (t->role == MOEPERM_GOLDEN_ROLE_OUTPUT)
             data = outputs ? outputs[out++] : NULL;
         v->t[i] = moeperm_tensor_create(t->shape, t->ndim, t->dtype, NULL, 0, data);
         v->count = i + 1;
@@ -192,7 +192,7 @@ static int views_make(const golden_case *c, void *const *outputs, views *v, char
 
 /* The view of the tensor called name, or NULL when the case lacks it (an
  * optional one). */
-static moeperm_tensor *view(const golden_case *c, const views *v, const char *name)
+static moeperm_tensor *view(const moeperm_golden_case *c, const views *v, const char *name)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
         if (strcmp(c->tensors[i].name, name) == 0)
@@ -201,10 +201,10 @@ static moeperm_tensor *view(const golden_case *c, const views *v, const char *na
 }
 
 /* The first phase of c's operator over v. */
-static moeperm_status plan(const golden_case *c, const views *v, uint64_t *workspace,
+static moeperm_status plan(const moeperm_golden_case *c, const views *v, uint64_t *workspace,
                            moeperm_executor **executor)
 {
-    const golden_attrs *a = &c->attrs;
+    const moeperm_golden_attrs *a = &c->attrs;
     const int64_t *restore = a->restore_shape_len ? a->restore_shape : NULL;
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD:
@@ -240,11 +240,11 @@ static moeperm_status plan(const golden_case *c, const views *v, uint64_t *works
     return MOEPERM_ERR_PARAM_INVALID; /* reference() checked the operator */
 }
 
-/* The exact values of c's GOLDEN_ROLE_EXACT tensors, in their order. */
-static moeperm_status exact_values(const golden_case *c, void *const *exact)
+/* The exact values of c's MOEPERM_GOLDEN_ROLE_EXACT tensors, in their order. */
+static moeperm_status exact_values(const moeperm_golden_case *c, void *const *exact)
 {
-    const golden_tensor *probs = golden_case_tensor_const(c, "probs");
-    const golden_tensor *want = golden_case_tensor_const(c, "probs_grad_exact");
+    const moeperm_golden_tensor *probs = moeperm_golden_case_tensor_const(c, "probs");
+    const moeperm_golden_tensor *want = moeperm_golden_case_tensor_const(c, "probs_grad_exact");
     if (c->op != MOEPERM_OP_UNPERMUTE_GRAD || !probs || !want)
         return MOEPERM_SUCCESS;
     views v;
@@ -254,12 +254,12 @@ static moeperm_status exact_values(const golden_case *c, void *const *exact)
     moeperm_status st = moeperm_token_unpermute_grad_exact_probs_grad(
         view(c, &v, "permuted_tokens"), view(c, &v, "unpermuted_tokens_grad"),
         view(c, &v, "sorted_indices"), view(c, &v, "probs"), (double *)exact[0],
-        golden_tensor_elements(want));
+        moeperm_golden_tensor_elements(want));
     views_free(&v);
     return st;
 }
 
-static moeperm_status reference(const golden_case *c, void *const *outputs, void *const *exact,
+static moeperm_status reference(const moeperm_golden_case *c, void *const *outputs, void *const *exact,
                                 bool run, char *err, size_t err_len)
 {
     if (!moeperm_op_name(c->op)) {
@@ -294,23 +294,23 @@ static moeperm_status reference(const golden_case *c, void *const *outputs, void
     return st;
 }
 
-moeperm_status golden_run_reference(const golden_case *c, void *const *outputs,
+moeperm_status moeperm_golden_run_reference(const moeperm_golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len)
 {
     return reference(c, outputs, exact, true, err, err_len);
 }
 
-moeperm_status golden_check_reference(const golden_case *c, char *err, size_t err_len)
+moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char *err, size_t err_len)
 {
     /* The first phase checks the output views too (shape, overlap), so
      * they get buffers of their own; the plan is dropped unrun, so their
      * pages are never touched and cost no memory. */
-    void *scratch[GOLDEN_MAX_TENSORS] = {0};
+    void *scratch[MOEPERM_GOLDEN_MAX_TENSORS] = {0};
     size_t n = 0;
     moeperm_status st = MOEPERM_SUCCESS;
     for (size_t i = 0; i < c->tensor_count; i++) {
-        const golden_tensor *t = &c->tensors[i];
-        if (t->role != GOLDEN_ROLE_OUTPUT)
+        const moeperm_golden_tensor *t = &c->tensors[i];
+        if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
             continue;
         size_t bytes = t->bytes ? t->bytes : 1;
         scratch[n] = malloc(bytes);
@@ -333,10 +333,10 @@ moeperm_status golden_check_reference(const golden_case *c, char *err, size_t er
 /* ---------------------------------------------------------------------- */
 
 /* The input called name with ndim dimensions, or NULL after a sentence. */
-static const golden_tensor *input_of(const golden_case *c, const char *name, uint64_t ndim,
+static const moeperm_golden_tensor *input_of(const moeperm_golden_case *c, const char *name, uint64_t ndim,
                                      bool optional, char *err, size_t err_len)
 {
-    const golden_tensor *t = golden_case_tensor_const(c, name);
+    const moeperm_golden_tensor *t = moeperm_golden_case_tensor_const(c, name);
     if (!t) {
         if (!optional)
             snprintf(err, err_len, "%s needs the input %s", moeperm_op_name(c->op), name);
@@ -352,16 +352,16 @@ static const golden_tensor *input_of(const golden_case *c, const char *name, uin
 }
 
 /* Appends an output (zeroed: what the operator leaves untouched reads 0). */
-static int add_output(golden_case *c, const char *name, golden_role role, moeperm_dtype dtype,
+static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_role role, moeperm_dtype dtype,
                       int64_t d0, int64_t d1, uint64_t ndim, char *err, size_t err_len)
 {
-    if (c->tensor_count == GOLDEN_MAX_TENSORS || golden_case_tensor(c, name)) {
+    if (c->tensor_count == MOEPERM_GOLDEN_MAX_TENSORS || moeperm_golden_case_tensor(c, name)) {
         snprintf(err, err_len, "the case already has %s", name);
         return -1;
     }
     size_t count;
-    const golden_slot *slots = golden_op_slots(c->op, &count);
-    golden_tensor *t = &c->tensors[c->tensor_count];
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(c->op, &count);
+    moeperm_golden_tensor *t = &c->tensors[c->tensor_count];
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < count; i++)
         if (strcmp(slots[i].name, name) == 0)
@@ -392,9 +392,9 @@ static int add_output(golden_case *c, const char *name, golden_role role, moeper
 
 /* The outputs of c's operator, shaped from its inputs as the operator
  * shapes them. */
-static int add_outputs(golden_case *c, char *err, size_t err_len)
+static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
 {
-    const golden_tensor *a, *b, *probs;
+    const moeperm_golden_tensor *a, *b, *probs;
     err[0] = '\0';
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD:
@@ -406,24 +406,24 @@ static int add_outputs(golden_case *c, char *err, size_t err_len)
                      (long long)b->shape[0], (long long)c->attrs.top_k);
             return -1;
         }
-        return add_output(c, "input_grad", GOLDEN_ROLE_OUTPUT, a->dtype,
+        return add_output(c, "input_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype,
                           b->shape[0] / c->attrs.top_k, a->shape[1], 2, err, err_len);
     case MOEPERM_OP_PERMUTE: {
         if (!(a = input_of(c, "tokens", 2, false, err, err_len)))
             return -1;
-        b = golden_case_tensor_const(c, "indices");
+        b = moeperm_golden_case_tensor_const(c, "indices");
         if (!b || b->ndim < 1 || b->ndim > 2) {
             snprintf(err, err_len, "MoeTokenPermute needs the input indices, [tokens, top_k] "
                                    "or [tokens]");
             return -1;
         }
-        int64_t slots = (int64_t)golden_tensor_elements(b), n = c->attrs.num_out_tokens;
+        int64_t slots = (int64_t)moeperm_golden_tensor_elements(b), n = c->attrs.num_out_tokens;
         if (n <= 0)
             n += slots;
         n = n < 0 ? 0 : n > slots ? slots : n;
-        return add_output(c, "permuted_tokens", GOLDEN_ROLE_OUTPUT, a->dtype, n, a->shape[1], 2,
+        return add_output(c, "permuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, n, a->shape[1], 2,
                           err, err_len) ||
-               add_output(c, "sorted_indices", GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0, 1, err,
+               add_output(c, "sorted_indices", MOEPERM_GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0, 1, err,
                           err_len);
     }
     case MOEPERM_OP_UNPERMUTE: {
@@ -434,7 +434,7 @@ static int add_outputs(golden_case *c, char *err, size_t err_len)
         if (!probs && err[0])
             return -1;
         int64_t tokens = probs ? probs->shape[0] : b->shape[0];
-        return add_output(c, "unpermuted_tokens", GOLDEN_ROLE_OUTPUT, a->dtype, tokens,
+        return add_output(c, "unpermuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, tokens,
                           a->shape[1], 2, err, err_len);
     }
     case MOEPERM_OP_UNPERMUTE_GRAD:
@@ -445,43 +445,43 @@ static int add_outputs(golden_case *c, char *err, size_t err_len)
         probs = input_of(c, "probs", 2, true, err, err_len);
         if (!probs && err[0])
             return -1;
-        if (add_output(c, "permuted_tokens_grad", GOLDEN_ROLE_OUTPUT, a->dtype, a->shape[0],
+        if (add_output(c, "permuted_tokens_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, a->shape[0],
                        a->shape[1], 2, err, err_len) != 0)
             return -1;
         if (!probs)
             return 0;
         /* probs may have moved: add_output() writes into the same array */
-        probs = golden_case_tensor_const(c, "probs");
+        probs = moeperm_golden_case_tensor_const(c, "probs");
         int64_t n = probs->shape[0], k = probs->shape[1];
         moeperm_dtype dtype = probs->dtype;
-        return add_output(c, "probs_grad", GOLDEN_ROLE_OUTPUT, dtype, n, k, 2, err, err_len) ||
-               add_output(c, "probs_grad_exact", GOLDEN_ROLE_EXACT, MOEPERM_FLOAT64, n, k, 2,
+        return add_output(c, "probs_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, dtype, n, k, 2, err, err_len) ||
+               add_output(c, "probs_grad_exact", MOEPERM_GOLDEN_ROLE_EXACT, MOEPERM_FLOAT64, n, k, 2,
                           err, err_len);
     }
     snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
     return -1;
 }
 
-int golden_case_finish(golden_case *c, char *err, size_t err_len)
+int moeperm_golden_case_finish(moeperm_golden_case *c, char *err, size_t err_len)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
-        if (c->tensors[i].role != GOLDEN_ROLE_INPUT) {
+        if (c->tensors[i].role != MOEPERM_GOLDEN_ROLE_INPUT) {
             snprintf(err, err_len, "the case already has the output %s", c->tensors[i].name);
             return -1;
         }
     if (add_outputs(c, err, err_len) != 0)
         return -1;
-    void *outputs[GOLDEN_MAX_TENSORS], *exact[GOLDEN_MAX_TENSORS];
+    void *outputs[MOEPERM_GOLDEN_MAX_TENSORS], *exact[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t n_out = 0, n_exact = 0;
     for (size_t i = 0; i < c->tensor_count; i++) {
-        if (c->tensors[i].role == GOLDEN_ROLE_OUTPUT)
+        if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT)
             outputs[n_out++] = c->tensors[i].data;
-        else if (c->tensors[i].role == GOLDEN_ROLE_EXACT)
+        else if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_EXACT)
             exact[n_exact++] = c->tensors[i].data;
     }
     char inner[512];
     moeperm_status st =
-        golden_run_reference(c, outputs, n_exact ? exact : NULL, inner, sizeof inner);
+        moeperm_golden_run_reference(c, outputs, n_exact ? exact : NULL, inner, sizeof inner);
     if (st != MOEPERM_SUCCESS) {
         snprintf(err, err_len, "the operator refuses the case (%s): %s", moeperm_status_name(st),
                  inner);

@@ -19,10 +19,10 @@
 typedef struct case_state {
     json_object *obj;     /* the case's object, owned by the cases array */
     json_object *outputs; /* its "outputs" object */
-    int worst;            /* -1 nothing yet, else a golden_verdict; 3 is error */
+    int worst;            /* -1 nothing yet, else a moeperm_golden_verdict; 3 is error */
 } case_state;
 
-struct golden_json_report {
+struct moeperm_golden_json_report {
     json_object *cases; /* array */
     case_state *state;
     size_t count, capacity;
@@ -92,9 +92,9 @@ static void append(json_object *arr, json_object *value, bool *ok)
     }
 }
 
-golden_json_report *golden_json_report_new(void)
+moeperm_golden_json_report *moeperm_golden_json_report_new(void)
 {
-    golden_json_report *r = calloc(1, sizeof *r);
+    moeperm_golden_json_report *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->cases = json_object_new_array();
@@ -105,7 +105,7 @@ golden_json_report *golden_json_report_new(void)
     return r;
 }
 
-int golden_json_report_add_case(golden_json_report *r, const char *case_path, const char *op)
+int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const char *case_path, const char *op)
 {
     if (r->count == r->capacity) {
         size_t cap = r->capacity ? 2 * r->capacity : 64;
@@ -143,7 +143,7 @@ static void set_verdict(case_state *s)
                            json_object_new_string(names[s->worst < 0 ? 0 : s->worst]));
 }
 
-int golden_json_report_set_error(golden_json_report *r, const char *sentence)
+int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence)
 {
     if (r->count == 0)
         return -1;
@@ -156,7 +156,7 @@ int golden_json_report_set_error(golden_json_report *r, const char *sentence)
     return 0;
 }
 
-static json_object *ranges(const golden_where *w, bool *ok)
+static json_object *ranges(const moeperm_golden_where *w, bool *ok)
 {
     if (!w) /* nothing differs */
         return NULL;
@@ -216,12 +216,12 @@ static json_object *ranges(const golden_where *w, bool *ok)
     return obj;
 }
 
-int golden_json_report_add_output(golden_json_report *r, const golden_json_output *o)
+int golden_json_report_add_output(moeperm_golden_json_report *r, const golden_json_output *o)
 {
     if (r->count == 0 || !o->compare)
         return -1;
     case_state *s = &r->state[r->count - 1];
-    const golden_compare_result *c = o->compare;
+    const moeperm_golden_compare_result *c = o->compare;
     bool ok = true;
     json_object *out = json_object_new_object(), *first = json_object_new_array();
     if (!out || !first) {
@@ -230,13 +230,13 @@ int golden_json_report_add_output(golden_json_report *r, const golden_json_outpu
         return -1;
     }
     put(out, "dtype", json_object_new_string(moeperm_dtype_name(o->dtype)), &ok);
-    put(out, "verdict", json_object_new_string(golden_verdict_name(o->verdict)), &ok);
+    put(out, "verdict", json_object_new_string(moeperm_golden_verdict_name(o->verdict)), &ok);
     put(out, "elements", count(c->elements), &ok);
     put(out, "differ", count(c->differing), &ok);
     put(out, "nan_mismatch", count(c->nan_mismatch), &ok);
     put(out, "max_ulp", count(c->max_ulp), &ok);
     for (size_t i = 0; i < c->first_count; i++) {
-        const golden_diff *d = &c->first[i];
+        const moeperm_golden_diff *d = &c->first[i];
         json_object *e = json_object_new_object(), *index = json_object_new_array();
         if (!e || !index) {
             json_object_put(e);
@@ -249,8 +249,8 @@ int golden_json_report_add_output(golden_json_report *r, const golden_json_outpu
         put(e, "index", index, &ok);
         put(e, "expected", hex(o->dtype, d->expected), &ok);
         put(e, "actual", hex(o->dtype, d->actual), &ok);
-        put(e, "expected_value", number(golden_bits_value(o->dtype, d->expected)), &ok);
-        put(e, "actual_value", number(golden_bits_value(o->dtype, d->actual)), &ok);
+        put(e, "expected_value", number(moeperm_golden_bits_value(o->dtype, d->expected)), &ok);
+        put(e, "actual_value", number(moeperm_golden_bits_value(o->dtype, d->actual)), &ok);
         append(first, e, &ok);
     }
     put(out, "first", first, &ok);
@@ -311,7 +311,7 @@ int golden_json_report_add_output(golden_json_report *r, const golden_json_outpu
     return 0;
 }
 
-static json_object *document(const golden_json_report *r, bool *ok)
+static json_object *document(const moeperm_golden_json_report *r, bool *ok)
 {
     json_object *doc = json_object_new_object(), *summary = json_object_new_object();
     if (!doc || !summary) {
@@ -324,9 +324,9 @@ static json_object *document(const golden_json_report *r, bool *ok)
     for (size_t i = 0; i < r->count; i++)
         n[r->state[i].worst < 0 ? 0 : r->state[i].worst]++;
     put(summary, "cases", count(r->count), ok);
-    put(summary, "same", count(n[GOLDEN_VERDICT_SAME]), ok);
-    put(summary, "within_tolerance", count(n[GOLDEN_VERDICT_WITHIN_TOLERANCE]), ok);
-    put(summary, "different", count(n[GOLDEN_VERDICT_DIFFERENT]), ok);
+    put(summary, "same", count(n[MOEPERM_GOLDEN_VERDICT_SAME]), ok);
+    put(summary, "within_tolerance", count(n[MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE]), ok);
+    put(summary, "different", count(n[MOEPERM_GOLDEN_VERDICT_DIFFERENT]), ok);
     put(summary, "error", count(n[VERDICT_ERROR]), ok);
     put(doc, "format", json_object_new_string(GOLDEN_REPORT_FORMAT), ok);
     /* The document borrows the cases: the collector keeps its reference. */
@@ -335,7 +335,7 @@ static json_object *document(const golden_json_report *r, bool *ok)
     return doc;
 }
 
-static const char *serialise(const golden_json_report *r, json_object **doc, size_t *len)
+static const char *serialise(const moeperm_golden_json_report *r, json_object **doc, size_t *len)
 {
     bool ok = true;
     *doc = document(r, &ok);
@@ -347,7 +347,7 @@ static const char *serialise(const golden_json_report *r, json_object **doc, siz
     return s;
 }
 
-int golden_json_report_write(const golden_json_report *r, FILE *f, char *err, size_t err_len)
+int golden_json_report_write(const moeperm_golden_json_report *r, FILE *f, char *err, size_t err_len)
 {
     json_object *doc;
     size_t len;
@@ -364,7 +364,7 @@ int golden_json_report_write(const golden_json_report *r, FILE *f, char *err, si
     return rc;
 }
 
-int golden_json_report_write_path(const golden_json_report *r, const char *path, char *err,
+int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, const char *path, char *err,
                                   size_t err_len)
 {
     if (strcmp(path, "-") == 0)
@@ -386,12 +386,12 @@ int golden_json_report_write_path(const golden_json_report *r, const char *path,
     memcpy(with_newline, s, len);
     with_newline[len] = '\n';
     json_object_put(doc);
-    int rc = golden_write_file_atomic(path, with_newline, len + 1, err, err_len);
+    int rc = moeperm_golden_write_file_atomic(path, with_newline, len + 1, err, err_len);
     free(with_newline);
     return rc;
 }
 
-void golden_json_report_free(golden_json_report *r)
+void moeperm_golden_json_report_free(moeperm_golden_json_report *r)
 {
     if (!r)
         return;

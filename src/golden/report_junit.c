@@ -12,18 +12,18 @@
 typedef struct junit_case {
     char *name, *message, *details;
     double seconds;
-    golden_outcome outcome;
+    moeperm_golden_outcome outcome;
 } junit_case;
 
-struct golden_junit {
+struct moeperm_golden_junit {
     char *suite;
     junit_case *cases;
     size_t count, capacity;
 };
 
-golden_junit *golden_junit_new(const char *suite_name)
+moeperm_golden_junit *moeperm_golden_junit_new(const char *suite_name)
 {
-    golden_junit *j = calloc(1, sizeof *j);
+    moeperm_golden_junit *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     j->suite = golden_strdup_printf("%s", suite_name);
@@ -34,7 +34,7 @@ golden_junit *golden_junit_new(const char *suite_name)
     return j;
 }
 
-int golden_junit_add(golden_junit *j, const char *name, double seconds, golden_outcome outcome,
+int moeperm_golden_junit_add(moeperm_golden_junit *j, const char *name, double seconds, moeperm_golden_outcome outcome,
                      const char *message, const char *details)
 {
     if (j->count == j->capacity) {
@@ -111,7 +111,7 @@ size_t golden_utf8_sequence(const unsigned char *p, uint32_t *cp)
  * UTF-8 sequence, the control characters XML 1.0 forbids (and DEL, which
  * it allows but nobody can see), and U+FFFE and U+FFFF.  A literal "\x" in
  * the input passes unchanged, so the escape is for reading, not reversing. */
-void golden_xml_escape(FILE *f, const char *s)
+void moeperm_golden_xml_escape(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
@@ -165,7 +165,7 @@ void golden_xml_escape(FILE *f, const char *s)
     }
 }
 
-int golden_junit_write(const golden_junit *j, const char *path, char *err, size_t err_len)
+int moeperm_golden_junit_write(const moeperm_golden_junit *j, const char *path, char *err, size_t err_len)
 {
     char *text = NULL;
     size_t size = 0;
@@ -177,12 +177,12 @@ int golden_junit_write(const golden_junit *j, const char *path, char *err, size_
     size_t failures = 0, errors = 0;
     double total = 0;
     for (size_t i = 0; i < j->count; i++) {
-        failures += j->cases[i].outcome == GOLDEN_MISMATCH;
-        errors += j->cases[i].outcome == GOLDEN_ERROR;
+        failures += j->cases[i].outcome == MOEPERM_GOLDEN_MISMATCH;
+        errors += j->cases[i].outcome == MOEPERM_GOLDEN_ERROR;
         total += j->cases[i].seconds;
     }
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"", f);
-    golden_xml_escape(f, j->suite);
+    moeperm_golden_xml_escape(f, j->suite);
     fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" time=\"%.3f\">\n", j->count,
             failures, errors, total);
     for (size_t i = 0; i < j->count; i++) {
@@ -193,23 +193,23 @@ int golden_junit_write(const golden_junit *j, const char *path, char *err, size_
         fputs("    <testcase classname=\"", f);
         if (slash) {
             char *cls = golden_strdup_printf("%.*s", (int)(slash - c->name), c->name);
-            golden_xml_escape(f, cls ? cls : "");
+            moeperm_golden_xml_escape(f, cls ? cls : "");
             free(cls);
         } else {
-            golden_xml_escape(f, j->suite);
+            moeperm_golden_xml_escape(f, j->suite);
         }
         fputs("\" name=\"", f);
-        golden_xml_escape(f, slash ? slash + 1 : c->name);
+        moeperm_golden_xml_escape(f, slash ? slash + 1 : c->name);
         fprintf(f, "\" time=\"%.3f\"", c->seconds);
-        if (c->outcome == GOLDEN_PASS) {
+        if (c->outcome == MOEPERM_GOLDEN_PASS) {
             fputs("/>\n", f);
             continue;
         }
-        const char *tag = c->outcome == GOLDEN_MISMATCH ? "failure" : "error";
+        const char *tag = c->outcome == MOEPERM_GOLDEN_MISMATCH ? "failure" : "error";
         fprintf(f, ">\n      <%s message=\"", tag);
-        golden_xml_escape(f, c->message);
-        fprintf(f, "\" type=\"%s\">", c->outcome == GOLDEN_MISMATCH ? "mismatch" : "error");
-        golden_xml_escape(f, c->details ? c->details : c->message);
+        moeperm_golden_xml_escape(f, c->message);
+        fprintf(f, "\" type=\"%s\">", c->outcome == MOEPERM_GOLDEN_MISMATCH ? "mismatch" : "error");
+        moeperm_golden_xml_escape(f, c->details ? c->details : c->message);
         fprintf(f, "</%s>\n    </testcase>\n", tag);
     }
     fputs("  </testsuite>\n</testsuites>\n", f);
@@ -218,12 +218,12 @@ int golden_junit_write(const golden_junit *j, const char *path, char *err, size_
         snprintf(err, err_len, "out of memory writing %s", path);
         return -1;
     }
-    int rc = golden_write_file_atomic(path, text, size, err, err_len);
+    int rc = moeperm_golden_write_file_atomic(path, text, size, err, err_len);
     free(text);
     return rc;
 }
 
-void golden_junit_free(golden_junit *j)
+void moeperm_golden_junit_free(moeperm_golden_junit *j)
 {
     if (!j)
         return;

@@ -17,7 +17,7 @@
 
 #include "golden/internal.h"
 
-static const golden_suite suites[] = {
+static const moeperm_golden_suite suites[] = {
     {"dtype-topk", "every dtype with top_k 1, 2, 8 and 512", true},
     {"hidden", "hidden sizes at the 32-byte alignment tail and at the on-core chunk limits", true},
     {"tokens", "token counts below the vector-core count and one past multiples of it", true},
@@ -64,13 +64,13 @@ static const golden_suite suites[] = {
                              "tokens, many chunks on every core", false},
 };
 
-const golden_suite *golden_suites(size_t *count)
+const moeperm_golden_suite *moeperm_golden_suites(size_t *count)
 {
     *count = sizeof suites / sizeof suites[0];
     return suites;
 }
 
-const golden_suite *golden_suite_find(const char *name)
+const moeperm_golden_suite *moeperm_golden_suite_find(const char *name)
 {
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
         if (strcmp(suites[i].name, name) == 0)
@@ -79,7 +79,7 @@ const golden_suite *golden_suite_find(const char *name)
 }
 
 typedef struct spec_list {
-    golden_spec *items;
+    moeperm_golden_spec *items;
     size_t count, capacity;
     uint64_t seed;
     bool failed;
@@ -88,10 +88,10 @@ typedef struct spec_list {
 /* The dtypes in the order every suite lists them. */
 static const moeperm_dtype dtypes[] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
 
-static golden_spec spec(moeperm_dtype dtype, int64_t t, int64_t k, int64_t h,
-                        golden_values values, golden_routing routing)
+static moeperm_golden_spec spec(moeperm_dtype dtype, int64_t t, int64_t k, int64_t h,
+                        moeperm_golden_values values, moeperm_golden_routing routing)
 {
-    golden_spec s;
+    moeperm_golden_spec s;
     memset(&s, 0, sizeof s);
     s.dtype = dtype;
     s.tokens_num = t;
@@ -104,14 +104,14 @@ static golden_spec spec(moeperm_dtype dtype, int64_t t, int64_t k, int64_t h,
     return s;
 }
 
-static void vadd(spec_list *l, golden_spec s, bool dtype_prefix, const char *name,
+static void vadd(spec_list *l, moeperm_golden_spec s, bool dtype_prefix, const char *name,
                  const char *description, va_list ap)
 {
     if (l->failed)
         return;
     if (l->count == l->capacity) {
         size_t cap = l->capacity ? 2 * l->capacity : 32;
-        golden_spec *grown = realloc(l->items, cap * sizeof *grown);
+        moeperm_golden_spec *grown = realloc(l->items, cap * sizeof *grown);
         if (!grown) {
             l->failed = true;
             return;
@@ -121,7 +121,7 @@ static void vadd(spec_list *l, golden_spec s, bool dtype_prefix, const char *nam
     }
     s.seed = l->seed;
     if (dtype_prefix)
-        snprintf(s.name, sizeof s.name, "%s-%s", golden_dtype_name(s.dtype), name);
+        snprintf(s.name, sizeof s.name, "%s-%s", moeperm_golden_dtype_name(s.dtype), name);
     else
         snprintf(s.name, sizeof s.name, "%s", name);
     vsnprintf(s.description, sizeof s.description, description, ap);
@@ -129,10 +129,10 @@ static void vadd(spec_list *l, golden_spec s, bool dtype_prefix, const char *nam
 }
 
 /* A MoeTokenPermuteGrad case, named "<dtype>-<name>". */
-static void add(spec_list *l, golden_spec s, const char *name, const char *description, ...)
+static void add(spec_list *l, moeperm_golden_spec s, const char *name, const char *description, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void add(spec_list *l, golden_spec s, const char *name, const char *description, ...)
+static void add(spec_list *l, moeperm_golden_spec s, const char *name, const char *description, ...)
 {
     va_list ap;
     va_start(ap, description);
@@ -141,10 +141,10 @@ static void add(spec_list *l, golden_spec s, const char *name, const char *descr
 }
 
 /* A case of the other operators, named in full by the caller. */
-static void add_named(spec_list *l, golden_spec s, const char *name, const char *description,
+static void add_named(spec_list *l, moeperm_golden_spec s, const char *name, const char *description,
                       ...) __attribute__((format(printf, 4, 5)));
 
-static void add_named(spec_list *l, golden_spec s, const char *name, const char *description,
+static void add_named(spec_list *l, moeperm_golden_spec s, const char *name, const char *description,
                       ...)
 {
     va_list ap;
@@ -160,12 +160,12 @@ static void suite_dtype_topk(spec_list *l)
     for (size_t d = 0; d < 3; d++) {
         for (size_t i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "k%" PRId64 "-t33-h24", top_ks[i]);
-            add(l, spec(dtypes[d], 33, top_ks[i], 24, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+            add(l, spec(dtypes[d], 33, top_ks[i], 24, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
                 name, "top_k %" PRId64 ": gradient-like values routed over 64 experts, "
                       "summed in k order in fp32",
                 top_ks[i]);
         }
-        golden_spec s = spec(dtypes[d], 3, 512, 17, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED);
+        moeperm_golden_spec s = spec(dtypes[d], 3, 512, 17, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED);
         s.num_experts = 1024;
         add(l, s, "k512-t3-h17",
             "top_k 512, the most the device accepts: 512 slots per token over 1024 experts");
@@ -184,27 +184,27 @@ static void suite_hidden(spec_list *l)
         for (size_t i = 0; i < 4; i++) {
             int64_t h = small[i];
             snprintf(name, sizeof name, "h%" PRId64, h);
-            add(l, spec(dtype, 5, 2, h, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED), name,
+            add(l, spec(dtype, 5, 2, h, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED), name,
                 "hidden_size %" PRId64 ": %s", h,
                 h % align ? "rows are not a whole number of 32-byte blocks (the tail path)"
                           : "rows are whole 32-byte blocks");
         }
         for (size_t i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "h%" PRId64, model[i]);
-            add(l, spec(dtype, 1, 2, model[i], GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+            add(l, spec(dtype, 1, 2, model[i], MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
                 name, "hidden_size %" PRId64 " of production models, in one on-core chunk",
                 model[i]);
         }
         for (int64_t h = chunk - 1; h <= chunk + 1; h++) {
             snprintf(name, sizeof name, "h%" PRId64, h);
-            add(l, spec(dtype, 1, 2, h, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED), name,
+            add(l, spec(dtype, 1, 2, h, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED), name,
                 "hidden_size %" PRId64 ": %s the %" PRId64
                 "-element single-chunk limit of a 192 KiB buffer%s",
                 h, h < chunk ? "one below" : h == chunk ? "exactly" : "one above (chunked path)",
                 chunk, h % align ? ", with a tail" : "");
         }
     }
-    add(l, spec(MOEPERM_BF16, 4, 8, 7168, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_BF16, 4, 8, 7168, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t4-k8-h7168-deepseek", "DeepSeek-V3 sizes (top_k 8, hidden 7168) on a few tokens");
 }
 
@@ -221,33 +221,33 @@ static void suite_tokens(spec_list *l)
                           : t == 48 ? "one token per core on a 48-core part"
                                     : "48n+1: one core takes an extra token on a 48-core part";
         snprintf(name, sizeof name, "t%" PRId64 "-k8-h17", t);
-        add(l, spec(MOEPERM_BF16, t, 8, 17, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED), name,
+        add(l, spec(MOEPERM_BF16, t, 8, 17, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED), name,
             "%" PRId64 " tokens: %s", t, why);
     }
-    add(l, spec(MOEPERM_FLOAT16, 49, 8, 17, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_FLOAT16, 49, 8, 17, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t49-k8-h17", "49 tokens: 48n+1, one core takes an extra token on a 48-core part");
-    add(l, spec(MOEPERM_FLOAT, 97, 8, 9, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_FLOAT, 97, 8, 9, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t97-k8-h9", "97 tokens: 48n+1, with a one-element fp32 tail");
 }
 
 static void suite_dropped(spec_list *l)
 {
     for (size_t d = 0; d < 3; d++) {
-        golden_spec s = spec(dtypes[d], 10, 3, 19, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED);
+        moeperm_golden_spec s = spec(dtypes[d], 10, 3, 19, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED);
         s.num_rows = 19;
         add(l, s, "rows19-of-30-routed",
             "19 of 30 rows: slots routed to rows 19..29 (the last experts) are skipped");
-        s = spec(dtypes[d], 10, 3, 19, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_REVERSE);
+        s = spec(dtypes[d], 10, 3, 19, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_REVERSE);
         s.num_rows = 25;
         add(l, s, "rows25-reverse-slot0-dropped",
             "reverse routing, 25 of 30 rows: token 0 loses every slot (output +0.0), token 1 "
             "loses slots 0 and 1 (its sum starts from +0.0, not from slot 0)");
-        s = spec(dtypes[d], 10, 3, 19, GOLDEN_VALUES_NEGZERO, GOLDEN_ROUTING_REVERSE);
+        s = spec(dtypes[d], 10, 3, 19, MOEPERM_GOLDEN_VALUES_NEGZERO, MOEPERM_GOLDEN_ROUTING_REVERSE);
         s.num_rows = 28;
         add(l, s, "rows28-negzero-slot0-dropped",
             "every value -0.0, token 0 loses slots 0 and 1: +0.0 + -0.0 = +0.0 there, "
             "-0.0 for every other token");
-        s = spec(dtypes[d], 4, 2, 17, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_IDENTITY);
+        s = spec(dtypes[d], 4, 2, 17, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_IDENTITY);
         s.num_rows = 0;
         add(l, s, "rows0", "no rows at all: every slot is dropped, every output +0.0");
     }
@@ -255,38 +255,38 @@ static void suite_dropped(spec_list *l)
 
 static void suite_routing(spec_list *l)
 {
-    golden_spec s;
-    add(l, spec(MOEPERM_BF16, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_IDENTITY),
+    moeperm_golden_spec s;
+    add(l, spec(MOEPERM_BF16, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_IDENTITY),
         "identity-t64-k8-h16", "sorted_indices[i] = i: token t reads rows t*8..t*8+7");
-    add(l, spec(MOEPERM_BF16, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_REVERSE),
+    add(l, spec(MOEPERM_BF16, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_REVERSE),
         "reverse-t64-k8-h16", "sorted_indices[i] = 511-i: rows read backwards");
-    add(l, spec(MOEPERM_BF16, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_RANDOM),
+    add(l, spec(MOEPERM_BF16, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_RANDOM),
         "random-t64-k8-h16", "a uniformly random permutation (Fisher-Yates)");
-    s = spec(MOEPERM_BF16, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED);
+    s = spec(MOEPERM_BF16, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED);
     s.hot_percent = 0;
     add(l, s, "routed-uniform-t64-k8-h16", "top-8 of 64 experts drawn uniformly");
     s.hot_percent = 90;
     s.num_experts = 256;
     add(l, s, "routed-hot-t64-k8-h16",
         "top-8 of 256 experts, 90%% of picks among the hot 32: uneven expert loads");
-    add(l, spec(MOEPERM_FLOAT16, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_RANDOM),
+    add(l, spec(MOEPERM_FLOAT16, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_RANDOM),
         "random-t64-k8-h16", "a uniformly random permutation (Fisher-Yates)");
-    add(l, spec(MOEPERM_FLOAT, 64, 8, 16, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_RANDOM),
+    add(l, spec(MOEPERM_FLOAT, 64, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_RANDOM),
         "random-t64-k8-h16", "a uniformly random permutation (Fisher-Yates)");
 }
 
-static void suite_values(spec_list *l, golden_values values, const char *what)
+static void suite_values(spec_list *l, moeperm_golden_values values, const char *what)
 {
     char name[64];
     static const int64_t top_ks[] = {2, 4, 8};
-    int64_t hidden = values == GOLDEN_VALUES_NAN_INF    ? 16
-                     : values == GOLDEN_VALUES_ROUNDING ? 22
+    int64_t hidden = values == MOEPERM_GOLDEN_VALUES_NAN_INF    ? 16
+                     : values == MOEPERM_GOLDEN_VALUES_ROUNDING ? 22
                                                         : 12;
     for (size_t d = 0; d < 3; d++)
         for (size_t i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "%s-t16-k%" PRId64 "-h%" PRId64,
-                     golden_values_name(values), top_ks[i], hidden);
-            add(l, spec(dtypes[d], 16, top_ks[i], hidden, values, GOLDEN_ROUTING_ROUTED), name,
+                     moeperm_golden_values_name(values), top_ks[i], hidden);
+            add(l, spec(dtypes[d], 16, top_ks[i], hidden, values, MOEPERM_GOLDEN_ROUTING_ROUTED), name,
                 "%s; top_k %" PRId64 ", one scenario per column (docs/golden-format.md)", what,
                 top_ks[i]);
         }
@@ -294,52 +294,52 @@ static void suite_values(spec_list *l, golden_values values, const char *what)
 
 static void suite_nan_inf(spec_list *l)
 {
-    suite_values(l, GOLDEN_VALUES_NAN_INF,
+    suite_values(l, MOEPERM_GOLDEN_VALUES_NAN_INF,
                  "NaN (quiet, signalling, payloads) and +-inf among numbers, inf - inf");
     for (size_t d = 0; d < 3; d++)
-        add(l, spec(dtypes[d], 16, 8, 32, GOLDEN_VALUES_BITS, GOLDEN_ROUTING_ROUTED),
+        add(l, spec(dtypes[d], 16, 8, 32, MOEPERM_GOLDEN_VALUES_BITS, MOEPERM_GOLDEN_ROUTING_ROUTED),
             "bits-t16-k8-h32", "uniformly random bit patterns: NaNs, infinities, subnormals "
                                "and normals of every magnitude mixed");
 }
 
 static void suite_subnormal(spec_list *l)
 {
-    suite_values(l, GOLDEN_VALUES_SUBNORMAL,
+    suite_values(l, MOEPERM_GOLDEN_VALUES_SUBNORMAL,
                  "subnormal inputs, normals cancelling into subnormals, subnormal sums "
                  "growing into normals");
 }
 
 static void suite_overflow(spec_list *l)
 {
-    suite_values(l, GOLDEN_VALUES_OVERFLOW,
+    suite_values(l, MOEPERM_GOLDEN_VALUES_OVERFLOW,
                  "max + max, max plus a quarter and half an ulp, max + max - max");
 }
 
 static void suite_rounding(spec_list *l)
 {
-    suite_values(l, GOLDEN_VALUES_ROUNDING,
+    suite_values(l, MOEPERM_GOLDEN_VALUES_ROUNDING,
                  "ties to even in the narrowing and the fp32 adds, absorption and "
                  "cancellation in k order, +0/-0");
     for (size_t d = 0; d < 3; d++)
-        add(l, spec(dtypes[d], 4, 8, 16, GOLDEN_VALUES_NEGZERO, GOLDEN_ROUTING_ROUTED),
+        add(l, spec(dtypes[d], 4, 8, 16, MOEPERM_GOLDEN_VALUES_NEGZERO, MOEPERM_GOLDEN_ROUTING_ROUTED),
             "negzero-t4-k8-h16",
             "every slot -0.0: the sum starts from slot 0, so every output is -0.0");
 }
 
 static void suite_large(spec_list *l)
 {
-    golden_spec s = spec(MOEPERM_BF16, 524289, 8, 16, GOLDEN_VALUES_NORMAL,
-                         GOLDEN_ROUTING_ROUTED);
+    moeperm_golden_spec s = spec(MOEPERM_BF16, 524289, 8, 16, MOEPERM_GOLDEN_VALUES_NORMAL,
+                         MOEPERM_GOLDEN_ROUTING_ROUTED);
     s.num_experts = 256;
     add(l, s, "t524289-k8-h16-index-batching",
         "4 Mi slots, about 87000 per core on 48 cores: more indices than a 192 KiB buffer "
         "holds, so each core loads them in batches");
-    add(l, spec(MOEPERM_BF16, 4096, 8, 7168, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_BF16, 4096, 8, 7168, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t4096-k8-h7168-deepseek", "DeepSeek-V3 sizes at 4096 tokens (about 450 MiB of input)");
-    add(l, spec(MOEPERM_FLOAT16, 1025, 8, 13313, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_FLOAT16, 1025, 8, 13313, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t1025-k8-h13313-chunked", "the chunked path (hidden one past the 16-bit chunk limit) "
                                    "at 1025 tokens");
-    add(l, spec(MOEPERM_FLOAT, 512, 8, 15873, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED),
+    add(l, spec(MOEPERM_FLOAT, 512, 8, 15873, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED),
         "t512-k8-h15873-chunked", "the chunked path (hidden one past the fp32 chunk limit) "
                                   "at 512 tokens");
 }
@@ -353,27 +353,27 @@ static void suite_large(spec_list *l)
 
 /* A routed case of op; probs of probs_dtype (or NO_PROBS) for the two
  * unpermute operators, normal values unless the caller says otherwise. */
-static golden_spec op_spec(moeperm_op op, moeperm_dtype dtype, moeperm_dtype probs_dtype,
+static moeperm_golden_spec op_spec(moeperm_op op, moeperm_dtype dtype, moeperm_dtype probs_dtype,
                            int64_t t, int64_t k, int64_t h)
 {
-    golden_spec s = spec(dtype, t, k, h, GOLDEN_VALUES_NORMAL, GOLDEN_ROUTING_ROUTED);
+    moeperm_golden_spec s = spec(dtype, t, k, h, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_ROUTED);
     s.op = op;
     s.index_dtype = MOEPERM_INT32;
     s.has_probs = (op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD) &&
                   probs_dtype != NO_PROBS;
     s.probs_dtype = s.has_probs ? probs_dtype : dtype;
-    s.probs_values = GOLDEN_VALUES_NORMAL;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_NORMAL;
     return s;
 }
 
 /* "bf16-pfloat32", or "bf16-noprobs": the dtypes a case name starts with. */
-static void pair_name(char *buf, size_t len, const golden_spec *s)
+static void pair_name(char *buf, size_t len, const moeperm_golden_spec *s)
 {
     if (s->has_probs)
-        snprintf(buf, len, "%s-p%s", golden_dtype_name(s->dtype),
-                 golden_dtype_name(s->probs_dtype));
+        snprintf(buf, len, "%s-p%s", moeperm_golden_dtype_name(s->dtype),
+                 moeperm_golden_dtype_name(s->probs_dtype));
     else
-        snprintf(buf, len, "%s-noprobs", golden_dtype_name(s->dtype));
+        snprintf(buf, len, "%s-noprobs", moeperm_golden_dtype_name(s->dtype));
 }
 
 /* The token/probs dtype pairs, tokens first. */
@@ -389,7 +389,7 @@ static int64_t per_bytes(moeperm_dtype dtype, int64_t bytes)
 
 static void suite_permute_routing(spec_list *l)
 {
-    golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 2, 8, 7168);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 2, 8, 7168);
     s.num_experts = 256;
     s.hot_percent = 30;
     add_named(l, s, "bf16-t2-k8-h7168-deepseek",
@@ -442,13 +442,13 @@ static void suite_permute_num_out_tokens(spec_list *l)
         {INT32_MAX, "n2147483647-clamped", "INT32_MAX: clamped to 30 rows"},
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 10, 3, 17);
+        moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 10, 3, 17);
         s.num_out_tokens = counts[i].n;
         char name[64];
         snprintf(name, sizeof name, "bf16-t10-k3-h17-%s", counts[i].name);
         add_named(l, s, name, "num_out_tokens %s", counts[i].why);
     }
-    golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_INT8, NO_PROBS, 10, 3, 33);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_INT8, NO_PROBS, 10, 3, 33);
     s.num_out_tokens = -7;
     add_named(l, s, "int8-t10-k3-h33-n-7", "num_out_tokens -7 with int8 tokens: 23 rows of 33 "
                                             "bytes (one past a 32-byte block)");
@@ -459,7 +459,7 @@ static void suite_permute_num_out_tokens(spec_list *l)
 
 static void suite_permute_indices(spec_list *l)
 {
-    golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 16, 4, 16);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 16, 4, 16);
     s.index_dtype = MOEPERM_INT64;
     add_named(l, s, "bf16-int64-t16-k4-h16", "int64 expert ids, the same routing as int32");
     s.index_dtype = MOEPERM_INT32;
@@ -500,8 +500,8 @@ static void suite_permute_hidden(spec_list *l)
         const int64_t sizes[] = {1, a - 1, a, a + 1, b - 1, b, b + 1};
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             int64_t h = sizes[i];
-            golden_spec s = op_spec(MOEPERM_OP_PERMUTE, dtype, NO_PROBS, 5, 2, h);
-            snprintf(name, sizeof name, "%s-h%" PRId64, golden_dtype_name(dtype), h);
+            moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, dtype, NO_PROBS, 5, 2, h);
+            snprintf(name, sizeof name, "%s-h%" PRId64, moeperm_golden_dtype_name(dtype), h);
             add_named(l, s, name, "hidden_size %" PRId64 ": rows of %" PRId64 " bytes, %s", h,
                       h * (int64_t)moeperm_dtype_size(dtype),
                       h % a == 0 ? (h % b == 0 ? "whole 512-byte blocks" : "whole 32-byte blocks")
@@ -514,9 +514,9 @@ static void suite_permute_bits(spec_list *l)
 {
     char name[64];
     for (size_t d = 0; d < 3; d++) {
-        golden_spec s = op_spec(MOEPERM_OP_PERMUTE, dtypes[d], NO_PROBS, 16, 8, 32);
-        s.values = GOLDEN_VALUES_BITS;
-        snprintf(name, sizeof name, "%s-bits-t16-k8-h32", golden_dtype_name(dtypes[d]));
+        moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, dtypes[d], NO_PROBS, 16, 8, 32);
+        s.values = MOEPERM_GOLDEN_VALUES_BITS;
+        snprintf(name, sizeof name, "%s-bits-t16-k8-h32", moeperm_golden_dtype_name(dtypes[d]));
         add_named(l, s, name,
                   "uniformly random bit patterns (NaN payloads, signalling NaNs, -0, "
                   "subnormals): a copy never changes a bit");
@@ -525,7 +525,7 @@ static void suite_permute_bits(spec_list *l)
 
 static void suite_unpermute_routing(spec_list *l)
 {
-    golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 2, 8, 7168);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 2, 8, 7168);
     s.num_experts = 256;
     s.hot_percent = 30;
     add_named(l, s, "bf16-pfloat32-t2-k8-h7168-deepseek",
@@ -536,13 +536,13 @@ static void suite_unpermute_routing(spec_list *l)
     s.hot_percent = 90;
     add_named(l, s, "bf16-pbf16-t64-k8-h16-hot",
               "top-8 of 256 experts, 90%% of picks among the hot 32");
-    static const golden_routing fixed[] = {GOLDEN_ROUTING_IDENTITY, GOLDEN_ROUTING_REVERSE,
-                                           GOLDEN_ROUTING_RANDOM};
+    static const moeperm_golden_routing fixed[] = {MOEPERM_GOLDEN_ROUTING_IDENTITY, MOEPERM_GOLDEN_ROUTING_REVERSE,
+                                           MOEPERM_GOLDEN_ROUTING_RANDOM};
     char name[64];
     for (size_t i = 0; i < 3; i++) {
         s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_BF16, 64, 8, 16);
         s.routing = fixed[i];
-        snprintf(name, sizeof name, "bf16-pbf16-t64-k8-h16-%s", golden_routing_name(fixed[i]));
+        snprintf(name, sizeof name, "bf16-pbf16-t64-k8-h16-%s", moeperm_golden_routing_name(fixed[i]));
         add_named(l, s, name, "%s",
                   i == 0   ? "sorted_indices[i] = i: token t reads rows t*8..t*8+7"
                   : i == 1 ? "sorted_indices[i] = 511-i: rows read backwards"
@@ -557,12 +557,12 @@ static void suite_unpermute_routing(spec_list *l)
               "97 tokens (48n+1) with a 9-column row (a partial 32-byte block)");
     for (size_t d = 0; d < 3; d++) {
         s = op_spec(MOEPERM_OP_UNPERMUTE, dtypes[d], NO_PROBS, 33, 1, 24);
-        snprintf(name, sizeof name, "%s-noprobs-t33-k1-h24", golden_dtype_name(dtypes[d]));
+        snprintf(name, sizeof name, "%s-noprobs-t33-k1-h24", moeperm_golden_dtype_name(dtypes[d]));
         add_named(l, s, name, "no probs (top_k 1): each token is its one row, widened and "
                               "narrowed");
     }
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, NO_PROBS, 16, 1, 32);
-    s.values = GOLDEN_VALUES_BITS;
+    s.values = MOEPERM_GOLDEN_VALUES_BITS;
     add_named(l, s, "bf16-noprobs-bits-t16-k1-h32",
               "no probs, random bit patterns: NaNs come out quiet with their payload, -0 stays");
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 10, 3, 19);
@@ -570,13 +570,13 @@ static void suite_unpermute_routing(spec_list *l)
     add_named(l, s, "bf16-pfloat32-rows19-of-30",
               "19 of 30 rows (a num_out_tokens cut): slots routed to rows 19..29 are left out");
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 10, 3, 19);
-    s.routing = GOLDEN_ROUTING_REVERSE;
+    s.routing = MOEPERM_GOLDEN_ROUTING_REVERSE;
     s.num_rows = 25;
     add_named(l, s, "bf16-pfloat32-rows25-reverse-slot0-dropped",
               "reverse routing, 25 of 30 rows: token 0 loses every slot (+0.0), token 1 slots "
               "0 and 1 (its sum starts from +0.0)");
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, MOEPERM_FLOAT, 4, 2, 17);
-    s.routing = GOLDEN_ROUTING_IDENTITY;
+    s.routing = MOEPERM_GOLDEN_ROUTING_IDENTITY;
     s.num_rows = 0;
     add_named(l, s, "float32-pfloat32-rows0", "no rows at all: every output +0.0");
 }
@@ -586,44 +586,44 @@ static void suite_unpermute_probs(spec_list *l)
     char name[96], pn[48];
     for (size_t d = 0; d < 3; d++)
         for (size_t p = 0; p < 3; p++) {
-            golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtypes[d], dtypes[p], 16, 4, 24);
+            moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtypes[d], dtypes[p], 16, 4, 24);
             pair_name(pn, sizeof pn, &s);
             snprintf(name, sizeof name, "%s-t16-k4-h24", pn);
             add_named(l, s, name, "%s tokens, %s probs: both widened, multiplied and summed in "
                                   "fp32, narrowed to the tokens' dtype",
-                      golden_dtype_name(dtypes[d]), golden_dtype_name(dtypes[p]));
+                      moeperm_golden_dtype_name(dtypes[d]), moeperm_golden_dtype_name(dtypes[p]));
         }
     static const pair masking[] = {{MOEPERM_BF16, MOEPERM_FLOAT}, {MOEPERM_BF16, MOEPERM_BF16},
                                    {MOEPERM_FLOAT16, MOEPERM_FLOAT16},
                                    {MOEPERM_FLOAT16, MOEPERM_FLOAT},
                                    {MOEPERM_FLOAT, MOEPERM_FLOAT}};
     for (size_t i = 0; i < sizeof masking / sizeof masking[0]; i++) {
-        golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, masking[i].tokens, masking[i].probs, 16,
+        moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, masking[i].tokens, masking[i].probs, 16,
                                 8, 16);
-        s.values = GOLDEN_VALUES_MASKING;
-        s.probs_values = GOLDEN_VALUES_MASKING;
+        s.values = MOEPERM_GOLDEN_VALUES_MASKING;
+        s.probs_values = MOEPERM_GOLDEN_VALUES_MASKING;
         pair_name(pn, sizeof pn, &s);
         snprintf(name, sizeof name, "%s-masking-t16-k8-h16", pn);
         add_named(l, s, name,
                   "a quarter of the probs +0 or -0, their rows inf, -inf and NaN: a zero prob "
                   "leaves its slot out, so 0 * inf never forms and every output is finite");
     }
-    golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 16, 8, 16);
-    s.values = GOLDEN_VALUES_MASKING;
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 16, 8, 16);
+    s.values = MOEPERM_GOLDEN_VALUES_MASKING;
     add_named(l, s, "bf16-pfloat32-masked-rows-normal-probs-t16-k8-h16",
               "control: the same inf and NaN rows with non-zero probs reach the sums");
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 16, 8, 16);
-    s.probs_values = GOLDEN_VALUES_MASKING;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_MASKING;
     add_named(l, s, "bf16-pfloat32-zero-probs-t16-k8-h16",
               "zero probs over finite rows: a token whose slot 0 has a zero prob starts its "
               "sum from +0.0");
     s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_BF16, 8, 8, 16);
-    s.values = GOLDEN_VALUES_NEGZERO;
-    s.probs_values = GOLDEN_VALUES_MASKING;
+    s.values = MOEPERM_GOLDEN_VALUES_NEGZERO;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_MASKING;
     add_named(l, s, "bf16-pbf16-negzero-zero-probs-t8-k8-h16",
               "every token value -0.0, a quarter of the probs +-0: -0 when slot 0 is in the "
               "sum (its product is -0 or +0 by the prob's sign), +0 when it is left out");
-    s.probs_values = GOLDEN_VALUES_ONE;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_ONE;
     add_named(l, s, "bf16-pbf16-negzero-one-probs-t8-k8-h16",
               "every token value -0.0, every prob 1.0: each product -0, the sum -0");
 }
@@ -643,54 +643,54 @@ static void suite_unpermute_products(spec_list *l)
         {MOEPERM_FLOAT, MOEPERM_FLOAT},   {MOEPERM_FLOAT16, MOEPERM_FLOAT16},
         {MOEPERM_FLOAT16, MOEPERM_FLOAT}};
     static const struct {
-        golden_values kind;
+        moeperm_golden_values kind;
         const pair *pairs;
         size_t count;
         int64_t hidden;
         const char *why;
     } kinds[] = {
-        {GOLDEN_VALUES_PRODUCT_ROUNDING, rounding, 6, 24,
+        {MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING, rounding, 6, 24,
          "fp32 products that are ties (to even: stays or rounds up), alone and cancelled by "
          "their negation under another prob (the residue shows the rounding in any dtype); "
          "exact when both dtypes are 16-bit"},
-        {GOLDEN_VALUES_PRODUCT_SUBNORMAL, subnormal, 6, 12,
+        {MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL, subnormal, 6, 12,
          "products in the fp32 subnormal range (gradual underflow, ties at the bottom), "
          "subnormal fp16 probs; flush to zero? (fp16 tokens: the narrowing underflows)"},
-        {GOLDEN_VALUES_PRODUCT_OVERFLOW, overflow, 5, 16,
+        {MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW, overflow, 5, 16,
          "largest finite tokens times probs 2 to 16: fp32 products overflow to inf (bf16, "
          "fp32), or the fp16 narrowing does; inf - inf; a product exactly the largest finite"},
     };
     char name[96], pn[48];
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
         for (size_t i = 0; i < kinds[k].count; i++) {
-            golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, kinds[k].pairs[i].tokens,
+            moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, kinds[k].pairs[i].tokens,
                                     kinds[k].pairs[i].probs, 16, 4, kinds[k].hidden);
             s.values = kinds[k].kind;
             s.probs_values = kinds[k].kind;
             pair_name(pn, sizeof pn, &s);
             snprintf(name, sizeof name, "%s-%s-t16-k4-h%" PRId64, pn,
-                     golden_values_name(kinds[k].kind), kinds[k].hidden);
+                     moeperm_golden_values_name(kinds[k].kind), kinds[k].hidden);
             add_named(l, s, name, "%s", kinds[k].why);
         }
     /* Probs of 1.0 make every product exact: the sum scenarios of
      * MoeTokenPermuteGrad's kinds pass through the multiply unchanged. */
-    static const golden_values sums[] = {GOLDEN_VALUES_ROUNDING, GOLDEN_VALUES_SUBNORMAL,
-                                         GOLDEN_VALUES_OVERFLOW, GOLDEN_VALUES_NAN_INF};
+    static const moeperm_golden_values sums[] = {MOEPERM_GOLDEN_VALUES_ROUNDING, MOEPERM_GOLDEN_VALUES_SUBNORMAL,
+                                         MOEPERM_GOLDEN_VALUES_OVERFLOW, MOEPERM_GOLDEN_VALUES_NAN_INF};
     for (size_t d = 0; d < 3; d++)
         for (size_t i = 0; i < 4; i++) {
-            int64_t h = sums[i] == GOLDEN_VALUES_ROUNDING ? 22
-                        : sums[i] == GOLDEN_VALUES_NAN_INF ? 16
+            int64_t h = sums[i] == MOEPERM_GOLDEN_VALUES_ROUNDING ? 22
+                        : sums[i] == MOEPERM_GOLDEN_VALUES_NAN_INF ? 16
                                                             : 12;
-            golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtypes[d], dtypes[d], 16, 4, h);
+            moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtypes[d], dtypes[d], 16, 4, h);
             s.values = sums[i];
-            s.probs_values = GOLDEN_VALUES_ONE;
+            s.probs_values = MOEPERM_GOLDEN_VALUES_ONE;
             pair_name(pn, sizeof pn, &s);
             snprintf(name, sizeof name, "%s-%s-one-probs-t16-k4-h%" PRId64, pn,
-                     golden_values_name(sums[i]), h);
+                     moeperm_golden_values_name(sums[i]), h);
             add_named(l, s, name,
                       "every prob 1.0 and the %s scenarios of MoeTokenPermuteGrad: the same "
                       "sums through an exact multiply",
-                      golden_values_name(sums[i]));
+                      moeperm_golden_values_name(sums[i]));
         }
 }
 
@@ -703,7 +703,7 @@ static void suite_unpermute_hidden(spec_list *l)
         const int64_t sizes[] = {1, a - 1, a, a + 1, b - 1, b, b + 1};
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             int64_t h = sizes[i];
-            golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtype, dtype, 5, 2, h);
+            moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, dtype, dtype, 5, 2, h);
             pair_name(pn, sizeof pn, &s);
             snprintf(name, sizeof name, "%s-h%" PRId64, pn, h);
             add_named(l, s, name, "hidden_size %" PRId64 ": rows of %" PRId64 " bytes, %s", h,
@@ -721,7 +721,7 @@ static void suite_unpermute_hidden(spec_list *l)
  * token of two slots, one of them dropped (num_rows 1): the kept slot
  * carries the question, the dropped one is a +0 dot product, and the
  * corpus stays small. */
-static golden_spec grad_spec(moeperm_dtype dtype, moeperm_dtype probs, int64_t t, int64_t k,
+static moeperm_golden_spec grad_spec(moeperm_dtype dtype, moeperm_dtype probs, int64_t t, int64_t k,
                              int64_t h)
 {
     return op_spec(MOEPERM_OP_UNPERMUTE_GRAD, dtype, probs, t, k, h);
@@ -755,7 +755,7 @@ static void suite_unpermute_grad_reduction(spec_list *l)
     };
     char name[96];
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
-        golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, lengths[i].h);
+        moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, lengths[i].h);
         s.num_rows = 1;
         snprintf(name, sizeof name, "bf16-pfloat32-%s", lengths[i].name);
         add_named(l, s, name, "Atlas A2, one chunk of %s. A mismatch: this length class is "
@@ -783,7 +783,7 @@ static void suite_unpermute_grad_ub261888(spec_list *l)
                                                  "bf16 tokens there"},
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
-        golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, big[i].h);
+        moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, big[i].h);
         s.num_rows = 1;
         s.ub_bytes = UB_261888;
         s.vector_cores = 48;
@@ -792,9 +792,9 @@ static void suite_unpermute_grad_ub261888(spec_list *l)
                               "A2: one chunk of %s. A mismatch there: that loop's order differs",
                   big[i].why);
     }
-    golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, 9001);
+    moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1, 2, 9001);
     s.num_rows = 1;
-    s.values = GOLDEN_VALUES_CANCEL;
+    s.values = MOEPERM_GOLDEN_VALUES_CANCEL;
     s.ub_bytes = UB_261888;
     s.vector_cores = 48;
     add_named(l, s, "bf16-pfloat32-cancel-h9001-ub261888",
@@ -805,7 +805,7 @@ static void suite_unpermute_grad_ub261888(spec_list *l)
 
 static void suite_unpermute_grad_chunks(spec_list *l)
 {
-    golden_spec s = grad_spec(MOEPERM_FLOAT, MOEPERM_FLOAT, 1, 2, 5000);
+    moeperm_golden_spec s = grad_spec(MOEPERM_FLOAT, MOEPERM_FLOAT, 1, 2, 5000);
     s.num_rows = 1;
     add_named(l, s, "float32-pfloat32-k2-h5000-one-chunk",
               "fp32, top_k 2, hidden 5000: one chunk on the A2, where top_k 512 cuts two. A "
@@ -860,9 +860,9 @@ static void suite_unpermute_grad_values(spec_list *l)
                   {MOEPERM_BF16, MOEPERM_FLOAT, 1000},
                   {MOEPERM_FLOAT, MOEPERM_FLOAT, 5000}};
     for (size_t i = 0; i < sizeof cancel / sizeof cancel[0]; i++) {
-        golden_spec s = grad_spec(cancel[i].tokens, cancel[i].probs, 1, 2, cancel[i].h);
+        moeperm_golden_spec s = grad_spec(cancel[i].tokens, cancel[i].probs, 1, 2, cancel[i].h);
         s.num_rows = 1;
-        s.values = GOLDEN_VALUES_CANCEL;
+        s.values = MOEPERM_GOLDEN_VALUES_CANCEL;
         pair_name(pn, sizeof pn, &s);
         snprintf(name, sizeof name, "%s-cancel-h%" PRId64, pn, cancel[i].h);
         add_named(l, s, name,
@@ -876,8 +876,8 @@ static void suite_unpermute_grad_values(spec_list *l)
                                 {MOEPERM_FLOAT16, MOEPERM_FLOAT16},
                                 {MOEPERM_BF16, MOEPERM_FLOAT}};
     for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
-        golden_spec s = grad_spec(tiny[i].tokens, tiny[i].probs, 8, 4, 64);
-        s.values = GOLDEN_VALUES_TINY;
+        moeperm_golden_spec s = grad_spec(tiny[i].tokens, tiny[i].probs, 8, 4, 64);
+        s.values = MOEPERM_GOLDEN_VALUES_TINY;
         pair_name(pn, sizeof pn, &s);
         snprintf(name, sizeof name, "%s-tiny-t8-k4-h64", pn);
         add_named(l, s, name, "%s",
@@ -888,28 +888,28 @@ static void suite_unpermute_grad_values(spec_list *l)
                         "negative. A mismatch of +0 for -0: the narrowing or a flush loses "
                         "the sign");
     }
-    golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 4, 4, 16);
-    s.values = GOLDEN_VALUES_GRAD_INF;
+    moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 4, 4, 16);
+    s.values = MOEPERM_GOLDEN_VALUES_GRAD_INF;
     s.num_rows = 5;
     add_named(l, s, "bf16-pfloat32-grad-inf-rows5-of-16",
               "inf and NaN in the gradient of odd tokens, 11 of 16 slots dropped: a dropped "
               "slot's probs_grad is 0 * g, NaN there (+0 for even tokens). A mismatch of a "
               "number for NaN: the device skips dropped rows");
     s = grad_spec(MOEPERM_FLOAT16, MOEPERM_FLOAT16, 4, 4, 16);
-    s.values = GOLDEN_VALUES_GRAD_INF;
+    s.values = MOEPERM_GOLDEN_VALUES_GRAD_INF;
     add_named(l, s, "float16-pfloat16-grad-inf-t4-k4-h16",
               "inf and NaN in the gradient of odd tokens, no row dropped: inf times probs in "
               "permuted_tokens_grad, inf - inf in probs_grad. A mismatch: inf and NaN do not "
               "pass through the product and the sum as in IEEE arithmetic");
     s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 8, 4, 16);
-    s.values = GOLDEN_VALUES_MASKING;
-    s.probs_values = GOLDEN_VALUES_MASKING;
+    s.values = MOEPERM_GOLDEN_VALUES_MASKING;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_MASKING;
     add_named(l, s, "bf16-pfloat32-masking-t8-k4-h16",
               "probs +0/-0 whose rows hold inf and NaN: permuted_tokens_grad is g * +-0, a "
               "signed zero; probs_grad is the dot product with that row, inf or NaN. A "
               "mismatch: a zero prob skips work it should not");
     s = grad_spec(MOEPERM_BF16, MOEPERM_BF16, 8, 4, 16);
-    s.values = GOLDEN_VALUES_NAN_INF;
+    s.values = MOEPERM_GOLDEN_VALUES_NAN_INF;
     add_named(l, s, "bf16-pbf16-nan-inf-t8-k4-h16",
               "NaN and inf in the permuted tokens and the gradient. A mismatch that vanishes "
               "without --strict-nan: NaN bits only (the model gives the quiet NaN)");
@@ -917,9 +917,9 @@ static void suite_unpermute_grad_values(spec_list *l)
                                     {MOEPERM_FLOAT, MOEPERM_BF16},
                                     {MOEPERM_BF16, MOEPERM_FLOAT},
                                     {MOEPERM_FLOAT16, MOEPERM_FLOAT16}};
-    static const golden_values kinds[] = {GOLDEN_VALUES_PRODUCT_ROUNDING,
-                                          GOLDEN_VALUES_PRODUCT_SUBNORMAL,
-                                          GOLDEN_VALUES_PRODUCT_OVERFLOW};
+    static const moeperm_golden_values kinds[] = {MOEPERM_GOLDEN_VALUES_PRODUCT_ROUNDING,
+                                          MOEPERM_GOLDEN_VALUES_PRODUCT_SUBNORMAL,
+                                          MOEPERM_GOLDEN_VALUES_PRODUCT_OVERFLOW};
     static const char *const why[] = {
         "g * p ties in fp32 (stay or round up to even), seen in fp32 permuted_tokens_grad "
         "(16-bit tokens: exact or hidden by the narrowing). A mismatch there: the product is "
@@ -934,13 +934,13 @@ static void suite_unpermute_grad_values(spec_list *l)
             s.values = kinds[k];
             s.probs_values = kinds[k];
             pair_name(pn, sizeof pn, &s);
-            snprintf(name, sizeof name, "%s-%s-t8-k4-h24", pn, golden_values_name(kinds[k]));
+            snprintf(name, sizeof name, "%s-%s-t8-k4-h24", pn, moeperm_golden_values_name(kinds[k]));
             add_named(l, s, name, "%s", why[k]);
         }
     for (size_t d = 0; d < 3; d++) {
         s = grad_spec(dtypes[d], NO_PROBS, 16, 1, 32);
-        s.values = GOLDEN_VALUES_BITS;
-        snprintf(name, sizeof name, "%s-noprobs-bits-t16-h32", golden_dtype_name(dtypes[d]));
+        s.values = MOEPERM_GOLDEN_VALUES_BITS;
+        snprintf(name, sizeof name, "%s-noprobs-bits-t16-h32", moeperm_golden_dtype_name(dtypes[d]));
         add_named(l, s, name,
                   "no probs: permuted_tokens_grad is a scatter copy of g, every bit kept (NaN "
                   "payloads, signalling NaNs). A mismatch: the copy converts");
@@ -955,7 +955,7 @@ static void suite_unpermute_grad_values(spec_list *l)
 
 static void suite_permute_large(spec_list *l)
 {
-    golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 4096, 8, 7168);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 4096, 8, 7168);
     s.num_experts = 256;
     add_named(l, s, "bf16-t4096-k8-h7168-deepseek",
               "DeepSeek-V3 sizes at 4096 tokens (about 500 MiB)");
@@ -967,7 +967,7 @@ static void suite_permute_large(spec_list *l)
 
 static void suite_unpermute_large(spec_list *l)
 {
-    golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 4096, 8, 7168);
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 4096, 8, 7168);
     s.num_experts = 256;
     add_named(l, s, "bf16-pfloat32-t4096-k8-h7168-deepseek",
               "DeepSeek-V3 sizes at 4096 tokens (about 500 MiB)");
@@ -975,7 +975,7 @@ static void suite_unpermute_large(spec_list *l)
 
 static void suite_unpermute_grad_large(spec_list *l)
 {
-    golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1024, 8, 7168);
+    moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 1024, 8, 7168);
     s.num_experts = 256;
     add_named(l, s, "bf16-pfloat32-t1024-k8-h7168-deepseek",
               "DeepSeek-V3 sizes at 1024 tokens (about 250 MiB): every core busy, many "
@@ -985,7 +985,7 @@ static void suite_unpermute_grad_large(spec_list *l)
               "96 tokens of 20000 columns (chunks 7936, 7936, 4128) on every core");
 }
 
-int golden_suite_specs(const golden_suite *suite, uint64_t seed, golden_spec **specs,
+int moeperm_golden_suite_specs(const moeperm_golden_suite *suite, uint64_t seed, moeperm_golden_spec **specs,
                        size_t *count)
 {
     static const struct {

@@ -31,7 +31,7 @@ static bool starts_like_npy(const char *path)
     return got > 0 && golden_npy_looks_like(head, (size_t)got);
 }
 
-int golden_tensor_file_read(const char *path, const char *what, const golden_tensor *like,
+int golden_tensor_file_read(const char *path, const char *what, const moeperm_golden_tensor *like,
                             void **data, char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
 {
     if (golden_is_npy_name(path)) {
@@ -44,7 +44,7 @@ int golden_tensor_file_read(const char *path, const char *what, const golden_ten
         }
         return 0;
     }
-    uint64_t size = golden_tensor_elements(like) * moeperm_dtype_size(like->dtype);
+    uint64_t size = moeperm_golden_tensor_elements(like) * moeperm_dtype_size(like->dtype);
     if (golden_read_file(path, what, size, data, hex, err, err_len) == 0)
         return 0;
     if (starts_like_npy(path)) {
@@ -55,7 +55,7 @@ int golden_tensor_file_read(const char *path, const char *what, const golden_ten
     return -1;
 }
 
-int golden_tensor_read_file(const char *path, const golden_tensor *like, void **data,
+int moeperm_golden_tensor_read_file(const char *path, const moeperm_golden_tensor *like, void **data,
                             char *err, size_t err_len)
 {
     char hex[GOLDEN_SHA256_HEX];
@@ -63,14 +63,14 @@ int golden_tensor_read_file(const char *path, const golden_tensor *like, void **
                                    err, err_len);
 }
 
-int golden_tensor_write_file(const char *path, const golden_tensor *like, const void *data,
+int moeperm_golden_tensor_write_file(const char *path, const moeperm_golden_tensor *like, const void *data,
                              char *err, size_t err_len)
 {
     if (golden_is_npy_name(path))
         return golden_npy_write_file(path, like->dtype, like->shape, like->ndim, data, err,
                                      err_len);
-    return golden_write_file_atomic(path, data,
-                                    golden_tensor_elements(like) * moeperm_dtype_size(like->dtype),
+    return moeperm_golden_write_file_atomic(path, data,
+                                    moeperm_golden_tensor_elements(like) * moeperm_dtype_size(like->dtype),
                                     err, err_len);
 }
 
@@ -89,8 +89,8 @@ static int npy_dtype(const golden_npy_header *h, moeperm_dtype *dtype)
     return -1;
 }
 
-int golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
-                            golden_tensor *t, char *err, size_t err_len)
+int moeperm_golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
+                            moeperm_golden_tensor *t, char *err, size_t err_len)
 {
     char hex[GOLDEN_SHA256_HEX];
     t->data = NULL;

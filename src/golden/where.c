@@ -191,7 +191,7 @@ static void put_ranges(FILE *f, const golden_where_group *g)
     }
 }
 
-static void put_group(FILE *f, const golden_where_group *g, const golden_where *w, const char *noun)
+static void put_group(FILE *f, const golden_where_group *g, const moeperm_golden_where *w, const char *noun)
 {
     bool every = g->rows == (uint64_t)w->rows && w->rows > 1;
     uint64_t area = g->rows * (uint64_t)w->cols;
@@ -249,7 +249,7 @@ static void put_group(FILE *f, const golden_where_group *g, const golden_where *
 typedef void (*row_scan)(const void *ctx, int64_t row, int64_t cols, row_columns *r);
 
 static int describe(int64_t rows, int64_t cols, row_scan scan, const void *ctx,
-                    const char *row_noun, golden_where *w)
+                    const char *row_noun, moeperm_golden_where *w)
 {
     const char *noun = row_noun ? row_noun : "row";
     builder b[GOLDEN_WHERE_MAX_GROUPS];
@@ -361,7 +361,7 @@ static void scan_pred(const void *ctx, int64_t row, int64_t cols, row_columns *r
 }
 
 int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, const void *ctx,
-                          const char *row_noun, golden_where *w)
+                          const char *row_noun, moeperm_golden_where *w)
 {
     pred_ctx p = {pred, ctx};
     return describe(rows, cols, scan_pred, &p, row_noun, w);
@@ -391,7 +391,7 @@ SCAN_PAIR(scan_pair32, uint32_t)
 SCAN_PAIR(scan_pair64, uint64_t)
 
 int golden_where_compute(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
-                         const void *actual, bool strict_nan, const char *row_noun, golden_where *w)
+                         const void *actual, bool strict_nan, const char *row_noun, moeperm_golden_where *w)
 {
     pair_ctx p = {dtype, expected, actual, strict_nan};
     switch (moeperm_dtype_size(dtype)) {
@@ -406,7 +406,7 @@ int golden_where_compute(moeperm_dtype dtype, int64_t rows, int64_t cols, const 
     }
 }
 
-void golden_where_free(golden_where *w)
+void golden_where_free(moeperm_golden_where *w)
 {
     free(w->text);
     w->text = NULL;

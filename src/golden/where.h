@@ -50,7 +50,7 @@ typedef struct golden_where_group {
     uint64_t rows_in_spans; /* rows the kept spans cover (< rows when spans were cut) */
 } golden_where_group;
 
-typedef struct golden_where {
+typedef struct moeperm_golden_where {
     int64_t rows, cols;
     uint64_t elements;    /* differing elements in all */
     uint64_t rows_differ; /* rows with a differing element */
@@ -58,7 +58,7 @@ typedef struct golden_where {
     golden_where_group group[GOLDEN_WHERE_MAX_GROUPS];
     uint64_t rows_elsewhere; /* differing rows outside the kept groups */
     char *text;              /* malloc'd summary; NULL when nothing differs */
-} golden_where;
+} moeperm_golden_where;
 
 /* Whether element index (row * cols + col) is one to locate. */
 typedef bool (*golden_where_pred)(const void *ctx, uint64_t index);
@@ -71,7 +71,7 @@ typedef bool (*golden_where_pred)(const void *ctx, uint64_t index);
  * golden_where_free().  Thread safe.
  */
 int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, const void *ctx,
-                          const char *row_noun, golden_where *w);
+                          const char *row_noun, moeperm_golden_where *w);
 
 /*
  * golden_where_compute() locates the elements in which actual differs from
@@ -80,9 +80,9 @@ int golden_where_describe(int64_t rows, int64_t cols, golden_where_pred pred, co
  */
 int golden_where_compute(moeperm_dtype dtype, int64_t rows, int64_t cols, const void *expected,
                          const void *actual, bool strict_nan, const char *row_noun,
-                         golden_where *w);
+                         moeperm_golden_where *w);
 
 /* golden_where_free() frees what *w owns and empties it. */
-void golden_where_free(golden_where *w);
+void golden_where_free(moeperm_golden_where *w);
 
 #endif

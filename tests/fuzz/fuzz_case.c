@@ -4,11 +4,11 @@
  *
  * An input is parts separated by the line "--8<--": case.json, then the
  * bytes of the operator's tensor files in its argument order
- * (golden_op_slots(): for MoeTokenPermuteGrad permuted_output_grad.bin,
+ * (moeperm_golden_op_slots(): for MoeTokenPermuteGrad permuted_output_grad.bin,
  * sorted_indices.bin, input_grad.bin).  The operator is the first of the
  * family whose quoted name the manifest holds, MoeTokenPermuteGrad when
  * none.  The target writes the parts into a scratch case directory and
- * reads it back with golden_case_read().  So that mutated tensor files
+ * reads it back with moeperm_golden_case_read().  So that mutated tensor files
  * still get past the sha256 check (and the fuzzer reaches what comes after
  * it), the manifest may write @N@ where a digest goes, N the part's number
  * from 1 (format 1's corpus writes @grad@, @idx@ and @out@ for parts 1 to
@@ -114,25 +114,25 @@ static moeperm_op op_of(const uint8_t *manifest, size_t len)
     return MOEPERM_OP_PERMUTE_GRAD;
 }
 
-static const golden_tensor *tensor(const golden_case *c, const char *name)
+static const moeperm_golden_tensor *tensor(const moeperm_golden_case *c, const char *name)
 {
-    return golden_case_tensor_const(c, name);
+    return moeperm_golden_case_tensor_const(c, name);
 }
 
-static bool shaped(const golden_tensor *t, uint64_t ndim)
+static bool shaped(const moeperm_golden_tensor *t, uint64_t ndim)
 {
     return t && t->ndim == ndim;
 }
 
 /* The outputs the reference gave against the tests' own model of c's
  * operator, where c's tensors have the plain shapes the model takes. */
-static void check_against_model(const golden_case *c, void *const *out)
+static void check_against_model(const moeperm_golden_case *c, void *const *out)
 {
-    const golden_tensor *t;
+    const moeperm_golden_tensor *t;
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD: {
-        const golden_tensor *grad = tensor(c, "permuted_output_grad");
-        const golden_tensor *idx = tensor(c, "sorted_indices");
+        const moeperm_golden_tensor *grad = tensor(c, "permuted_output_grad");
+        const moeperm_golden_tensor *idx = tensor(c, "sorted_indices");
         t = tensor(c, "input_grad");
         if (!shaped(grad, 2) || !shaped(idx, 1) || !shaped(t, 2) || c->attrs.top_k <= 0)
             return;
@@ -147,8 +147,8 @@ static void check_against_model(const golden_case *c, void *const *out)
         return;
     }
     case MOEPERM_OP_PERMUTE: {
-        const golden_tensor *tokens = tensor(c, "tokens"), *ids = tensor(c, "indices");
-        const golden_tensor *sorted = tensor(c, "sorted_indices");
+        const moeperm_golden_tensor *tokens = tensor(c, "tokens"), *ids = tensor(c, "indices");
+        const moeperm_golden_tensor *sorted = tensor(c, "sorted_indices");
         t = tensor(c, "permuted_tokens");
         if (!shaped(tokens, 2) || !shaped(ids, 2) || !shaped(t, 2) || !shaped(sorted, 1))
             return;
@@ -171,8 +171,8 @@ static void check_against_model(const golden_case *c, void *const *out)
         return;
     }
     case MOEPERM_OP_UNPERMUTE: {
-        const golden_tensor *in = tensor(c, "permuted_tokens");
-        const golden_tensor *idx = tensor(c, "sorted_indices"), *probs = tensor(c, "probs");
+        const moeperm_golden_tensor *in = tensor(c, "permuted_tokens");
+        const moeperm_golden_tensor *idx = tensor(c, "sorted_indices"), *probs = tensor(c, "probs");
         t = tensor(c, "unpermuted_tokens");
         if (!shaped(in, 2) || !shaped(idx, 1) || !shaped(t, 2) || (probs && !shaped(probs, 2)) ||
             t->shape[0] == 0 || c->attrs.restore_shape_len)
@@ -189,10 +189,10 @@ static void check_against_model(const golden_case *c, void *const *out)
         return;
     }
     case MOEPERM_OP_UNPERMUTE_GRAD: {
-        const golden_tensor *in = tensor(c, "permuted_tokens");
-        const golden_tensor *grad = tensor(c, "unpermuted_tokens_grad");
-        const golden_tensor *idx = tensor(c, "sorted_indices"), *probs = tensor(c, "probs");
-        const golden_tensor *probs_grad = tensor(c, "probs_grad");
+        const moeperm_golden_tensor *in = tensor(c, "permuted_tokens");
+        const moeperm_golden_tensor *grad = tensor(c, "unpermuted_tokens_grad");
+        const moeperm_golden_tensor *idx = tensor(c, "sorted_indices"), *probs = tensor(c, "probs");
+        const moeperm_golden_tensor *probs_grad = tensor(c, "probs_grad");
         t = tensor(c, "permuted_tokens_grad");
         if (!shaped(in, 2) || !shaped(grad, 2) || !shaped(idx, 1) || !shaped(t, 2) ||
             (probs && !shaped(probs, 2)) || grad->shape[0] == 0 || c->attrs.restore_shape_len)
@@ -237,13 +237,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atexit(remove_dir);
     }
     /* Part 0 is the manifest, parts 1.. the operator's tensor files. */
-    const uint8_t *part[1 + GOLDEN_MAX_TENSORS] = {NULL};
-    size_t part_len[1 + GOLDEN_MAX_TENSORS] = {0};
+    const uint8_t *part[1 + MOEPERM_GOLDEN_MAX_TENSORS] = {NULL};
+    size_t part_len[1 + MOEPERM_GOLDEN_MAX_TENSORS] = {0};
     const uint8_t *p = data;
     size_t left = size;
     size_t parts = 0;
-    while (parts < 1 + GOLDEN_MAX_TENSORS) {
-        const uint8_t *cut = parts < GOLDEN_MAX_TENSORS
+    while (parts < 1 + MOEPERM_GOLDEN_MAX_TENSORS) {
+        const uint8_t *cut = parts < MOEPERM_GOLDEN_MAX_TENSORS
                                  ? memmem(p, left, separator, sizeof separator - 1)
                                  : NULL;
         part[parts] = p;
@@ -256,8 +256,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     moeperm_op op = op_of(part[0], part_len[0]);
     size_t slot_count;
-    const golden_slot *slots = golden_op_slots(op, &slot_count);
-    char files[GOLDEN_MAX_TENSORS][64];
+    const moeperm_golden_slot *slots = moeperm_golden_op_slots(op, &slot_count);
+    char files[MOEPERM_GOLDEN_MAX_TENSORS][64];
     for (size_t i = 0; i < slot_count; i++)
         snprintf(files[i], sizeof files[i], "%s.bin", slots[i].name);
 
@@ -268,7 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (mlen)
         memcpy(manifest, part[0], mlen);
-    for (size_t i = 1; i < 1 + GOLDEN_MAX_TENSORS; i++) {
+    for (size_t i = 1; i < 1 + MOEPERM_GOLDEN_MAX_TENSORS; i++) {
         char hex[GOLDEN_SHA256_HEX], tag[16];
         golden_sha256_hex(part[i] ? (const void *)part[i] : "", part_len[i], hex);
         snprintf(tag, sizeof tag, "@%zu@", i);
@@ -282,21 +282,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 1; i < parts && i <= slot_count; i++)
         put(files[i - 1], part[i], part_len[i]);
 
-    golden_case c;
+    moeperm_golden_case c;
     char err[1024] = "";
     memset(&c, 0x5a, sizeof c); /* the reader must not rely on a zeroed case */
-    if (golden_case_read(dir, GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
+    if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
         CHECK(err[0] != '\0', "a refusal without a message");
         CHECK(memchr(err, '\0', sizeof err) != NULL, "an unterminated message");
         CHECK(c.tensor_count == 0 && !c.name && !c.dir, "a refused case still owns memory");
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
         return 0;
     }
 
     size_t total = 0;
     for (size_t i = 0; i < c.tensor_count; i++) {
-        const golden_tensor *t = &c.tensors[i];
-        uint64_t bytes = golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
+        const moeperm_golden_tensor *t = &c.tensors[i];
+        uint64_t bytes = moeperm_golden_tensor_elements(t) * moeperm_dtype_size(t->dtype);
         CHECK(bytes == t->bytes, "%s: %zu bytes for %llu from its shape", t->name, t->bytes,
               (unsigned long long)bytes);
         CHECK(t->bytes == 0 || t->data, "%s is not loaded", t->name);
@@ -312,20 +312,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The case as a backend sees it: small ones go through the operator,
      * which must take what the reader took. */
     if (total <= RUN_LIMIT) {
-        void *out[GOLDEN_MAX_TENSORS] = {NULL}, *exact[GOLDEN_MAX_TENSORS] = {NULL};
+        void *out[MOEPERM_GOLDEN_MAX_TENSORS] = {NULL}, *exact[MOEPERM_GOLDEN_MAX_TENSORS] = {NULL};
         size_t outs = 0, exacts = 0;
         for (size_t i = 0; i < c.tensor_count; i++) {
-            const golden_tensor *t = &c.tensors[i];
+            const moeperm_golden_tensor *t = &c.tensors[i];
             void *buf = calloc(1, t->bytes + 1);
             CHECK(buf, "out of memory");
-            if (t->role == GOLDEN_ROLE_OUTPUT)
+            if (t->role == MOEPERM_GOLDEN_ROLE_OUTPUT)
                 out[outs++] = buf;
-            else if (t->role == GOLDEN_ROLE_EXACT)
+            else if (t->role == MOEPERM_GOLDEN_ROLE_EXACT)
                 exact[exacts++] = buf;
             else
                 free(buf);
         }
-        moeperm_status status = golden_run_reference(&c, out, exact, err, sizeof err);
+        moeperm_status status = moeperm_golden_run_reference(&c, out, exact, err, sizeof err);
         CHECK(status == MOEPERM_SUCCESS, "a case the reader took was refused: %s", err);
         check_against_model(&c, out);
         for (size_t i = 0; i < outs; i++)
@@ -333,6 +333,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < exacts; i++)
             free(exact[i]);
     }
-    golden_case_free(&c);
+    moeperm_golden_case_free(&c);
     return 0;
 }

@@ -38,8 +38,8 @@
 typedef struct base_case {
     char dir[600];
     char good_out[600]; /* its outputs, as `moeperm run` wrote them */
-    char files[GOLDEN_MAX_TENSORS][64];
-    char keys[GOLDEN_MAX_TENSORS][64];
+    char files[MOEPERM_GOLDEN_MAX_TENSORS][64];
+    char keys[MOEPERM_GOLDEN_MAX_TENSORS][64];
     size_t count;
     size_t indices; /* the int32 input of row or expert indices */
 } base_case;
@@ -407,8 +407,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "the %s case does not run\n", ops[o]);
             return 2;
         }
-        golden_case c;
-        if (golden_case_read(b->dir, GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
+        moeperm_golden_case c;
+        if (moeperm_golden_case_read(b->dir, MOEPERM_GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return 2;
         }
@@ -416,10 +416,10 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < c.tensor_count; i++) {
             snprintf(b->files[i], sizeof b->files[i], "%s", c.tensors[i].file);
             snprintf(b->keys[i], sizeof b->keys[i], "%s", c.tensors[i].name);
-            if (c.tensors[i].role == GOLDEN_ROLE_INPUT && c.tensors[i].dtype == MOEPERM_INT32)
+            if (c.tensors[i].role == MOEPERM_GOLDEN_ROLE_INPUT && c.tensors[i].dtype == MOEPERM_INT32)
                 b->indices = i;
         }
-        golden_case_free(&c);
+        moeperm_golden_case_free(&c);
     }
 
     int by_status[5] = {0};
