@@ -621,7 +621,7 @@ const char *golden_scenario_name(const char *values, int64_t column, int *scenar
  * element_bits() gives it: the same draws, the same value, the same
  * rounding as moeperm_float_to_bf16() and moeperm_float_to_fp16() (see
  * bf16_of_finite(); vcvtps2ph, which the library's own fast paths hold to
- * the same bits, tests/test_fast_conversions_exhaustive.c checking every
+ * the same bits, tests/core/test_fast_conversions_exhaustive.c checking every
  * input; or moeperm_convert() itself).
  */
 typedef enum row_kind { ROW_ELEMENTS, ROW_NORMAL, ROW_BITS, ROW_INT8, ROW_NEGZERO } row_kind;

@@ -5,7 +5,7 @@
  * hypervisor in a virtual machine (microseconds), and the kernel asks
  * before every run.
  */
-#include "../kernel.h"
+#include "core/kernel.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

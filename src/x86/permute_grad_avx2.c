@@ -14,11 +14,11 @@
  * - bf16 <-> float: fp_bf16_to_float() and fp_float_to_bf16() are integer
  *   operations, repeated here lane by lane.
  *
- * tests/test_fast_conversions_exhaustive.c checks every narrowing and
- * tests/test_fast_paths.c every widening against fp.h, and the latter the
+ * tests/core/test_fast_conversions_exhaustive.c checks every narrowing and
+ * tests/core/test_fast_paths.c every widening against fp.h, and the latter the
  * operator against the portable path bit for bit.
  */
-#include "../kernel.h"
+#include "core/kernel.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

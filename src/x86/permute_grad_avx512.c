@@ -9,7 +9,7 @@
  * integer operations for bf16: vcvtneps2bf16 would flush subnormals, so it
  * is not used), with mask registers where AVX2 compares into vectors.
  */
-#include "../kernel.h"
+#include "core/kernel.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

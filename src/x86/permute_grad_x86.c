@@ -12,13 +12,13 @@
  * listed with their probs by x86_scaled_rows() and summed by the scaled
  * segments.
  */
-#include "../kernel.h"
+#include "core/kernel.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
 #include <xmmintrin.h>
 
-#include "../fp_env.h"
+#include "core/fp_env.h"
 
 /* Outputs at least this large are written with non-temporal stores: nobody
  * reads them soon, and skipping the read-for-ownership saves a tenth of the
@@ -71,7 +71,7 @@ static float x86_prob(const struct moeperm_tensor *probs, int64_t t, int64_t k)
 
 /*
  * MoeTokenUnpermute's per-slot rule, as unpermute.c's included_slots()
- * states it for the portable loop (tests/test_fast_paths.c holds the two
+ * states it for the portable loop (tests/core/test_fast_paths.c holds the two
  * together): slot k of token t is listed, with its prob as multiplier,
  * when its index is a row and its prob is not +-0, tested on the bits so
  * that a caller's denormals-are-zero mode cannot drop a subnormal prob;

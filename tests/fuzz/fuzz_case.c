@@ -29,9 +29,9 @@
 
 #include <moeperm/golden.h>
 
-#include "../naive.h"
-#include "../naive_family.h"
-#include "../naive_unpermute_grad.h"
+#include "naive.h"
+#include "naive_family.h"
+#include "naive_unpermute_grad.h"
 #include "golden/fileio.h"
 
 #define CHECK(cond, ...)                                                                     \
@@ -228,7 +228,7 @@ static void check_against_model(const moeperm_golden_case *c, void *const *out)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0]) {
-        /* libFuzzer ends with _Exit(), past atexit(): tools/ci-fuzz points
+        /* libFuzzer ends with _Exit(), past atexit(): scripts/ci-fuzz points
          * TMPDIR at a directory it removes afterwards. */
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/moeperm-fuzz-case-XXXXXX", tmp && *tmp ? tmp : "/tmp");

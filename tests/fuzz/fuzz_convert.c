@@ -5,7 +5,7 @@
  * the library does not convert); the rest of the input is the source
  * array, raw bits.  The target checks, bit for bit and NaNs included (the
  * header fixes their bits), that moeperm_convert() and the four scalar
- * functions agree with tests/naive.c's double-precision model, and that a
+ * functions agree with tests/support/naive.c's double-precision model, and that a
  * refused conversion leaves dst untouched.  Buffers are allocated to their
  * exact size so AddressSanitizer sees any overrun.
  */
@@ -15,7 +15,7 @@
 
 #include <moeperm/moeperm.h>
 
-#include "../naive.h"
+#include "naive.h"
 
 #define CHECK(cond, ...)                                                                     \
     do {                                                                                     \

@@ -1,0 +1,383 @@
+/*
+ * permute.c - MoeTokenPermute, the forward dispatch: every token copied
+ * once per expert it chose, the copies grouped by expert.
+ *
+ * The order is the stable sort of the flattened expert ids, computed by the
+ * project's one sort (moeperm_route_ranks() in route.c) on int32 keys: the
+ * ids themselves, with the index dtype's minimum mapped below every id and
+ * its maximum above every id, which is where the device's sort puts those
+ * two sentinels.  The copy moves bytes, never values, so NaN payloads and
+ * int8 tokens come through untouched and the caller's floating-point
+ * environment does not matter.
+ *
+ * Each thread takes whole source tokens and writes their copies: a token
+ * row is read from memory once and written K times, and every output row is
+ * written by exactly one thread, so the result cannot depend on the number
+ * of threads.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define PERMUTE_HAVE_STREAM 1
+#endif
+
+/* Outputs at least this large are written with non-temporal stores where
+ * the CPU has them (SSE2, every x86-64): nobody reads the copies soon, and
+ * skipping the read-for-ownership of each destination line saves a third of
+ * the traffic.  memcpy() does the same for large copies. */
+#define STREAM_MIN_BYTES (INT64_C(8) << 20)
+
+/* The ids the device sorts correctly, [0, ID_LIMIT), besides the two
+ * sentinels; N*K must stay below it too. */
+#define ID_LIMIT ((int64_t)MOEPERM_MAX_EXPERT_ID + 1)
+
+/* Flat position i = n*K + k of the view indices ([N, K] or [N]). */
+static int64_t read_id(const moeperm_tensor *ix, int64_t top_k, int64_t i)
+{
+    int64_t n = i / top_k, k = i % top_k;
+    int64_t at = ix->offset + n * ix->strides[0] + (ix->ndim == 2 ? k * ix->strides[1] : 0);
+    if (ix->dtype == MOEPERM_INT64)
+        return ((const int64_t *)ix->data)[at];
+    return ((const int32_t *)ix->data)[at];
+}
+
+static void id_sentinels(moeperm_dtype dtype, int64_t *lowest, int64_t *highest)
+{
+    *lowest = dtype == MOEPERM_INT64 ? INT64_MIN : INT32_MIN;
+    *highest = dtype == MOEPERM_INT64 ? INT64_MAX : INT32_MAX;
+}
+
+static moeperm_status check_ids(const moeperm_tensor *ix, int64_t top_k, int64_t count)
+{
+    int64_t lowest, highest;
+    id_sentinels(ix->dtype, &lowest, &highest);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t id = read_id(ix, top_k, i);
+        if ((id >= 0 && id < ID_LIMIT) || id == lowest || id == highest)
+            continue;
+        char where[64];
+        if (ix->ndim == 2)
+            snprintf(where, sizeof where, "indices[%lld][%lld]", (long long)(i / top_k),
+                     (long long)(i % top_k));
+        else
+            snprintf(where, sizeof where, "indices[%lld]", (long long)i);
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "%s = %lld is outside [0, %lld] and is not the %s minimum or "
+                            "maximum (the sentinels)",
+                            where, (long long)id, (long long)(ID_LIMIT - 1),
+                            moeperm_dtype_name(ix->dtype));
+    }
+    return MOEPERM_SUCCESS;
+}
+
+static moeperm_status validate_permute(const moeperm_tensor *tokens, const moeperm_tensor *ix,
+                                       int64_t num_out_tokens, bool padded_mode,
+                                       const moeperm_tensor *out, const moeperm_tensor *sorted,
+                                       int64_t *top_k_out, int64_t *num_out_out)
+{
+    moeperm_status status;
+    if (padded_mode)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "padded_mode = true is not supported; only false is");
+
+    if (tokens->dtype != MOEPERM_FLOAT && tokens->dtype != MOEPERM_FLOAT16 &&
+        tokens->dtype != MOEPERM_BF16 && tokens->dtype != MOEPERM_INT8)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "tokens dtype %d (%s) is not FLOAT (0), FLOAT16 (1), BF16 (27) or "
+                            "INT8 (2)",
+                            (int)tokens->dtype, moeperm_dtype_name(tokens->dtype));
+    if (out->dtype != tokens->dtype)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "permute_tokens_out dtype %d (%s) differs from tokens dtype %d (%s)",
+                            (int)out->dtype, moeperm_dtype_name(out->dtype), (int)tokens->dtype,
+                            moeperm_dtype_name(tokens->dtype));
+    if (ix->dtype != MOEPERM_INT32 && ix->dtype != MOEPERM_INT64)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "indices dtype %d (%s) is not INT32 (3) or INT64 (9)", (int)ix->dtype,
+                            moeperm_dtype_name(ix->dtype));
+    if (sorted->dtype != MOEPERM_INT32)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "sorted_indices_out dtype %d (%s) is not INT32 (3)",
+                            (int)sorted->dtype, moeperm_dtype_name(sorted->dtype));
+
+    if ((status = moeperm_check_ndim(tokens, "tokens", 2, "[tokens_num, hidden_size]")) ||
+        (status = moeperm_check_ndim(out, "permute_tokens_out", 2,
+                                     "[num_out_tokens, hidden_size]")) ||
+        (status = moeperm_check_ndim(sorted, "sorted_indices_out", 1,
+                                     "[tokens_num * top_k]")))
+        return status;
+    if (ix->ndim != 1 && ix->ndim != 2)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "indices has %llu dims; it must have 2 ([tokens_num, top_k]) or 1 "
+                            "([tokens_num], top_k = 1)",
+                            (unsigned long long)ix->ndim);
+
+    int64_t tokens_num = tokens->dims[0], hidden = tokens->dims[1];
+    if (ix->dims[0] != tokens_num)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "indices has %lld rows but tokens has %lld (tokens_num)",
+                            (long long)ix->dims[0], (long long)tokens_num);
+    int64_t top_k = ix->ndim == 2 ? ix->dims[1] : 1;
+    if (top_k < 1 || top_k > MOEPERM_MAX_TOP_K)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "indices has %lld columns (top_k); top_k must be in [1, %d]",
+                            (long long)top_k, MOEPERM_MAX_TOP_K);
+    if (tokens_num > (ID_LIMIT - 1) / top_k)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "tokens_num * top_k = %lld * %lld is not below %lld, the most "
+                            "entries the sort orders exactly",
+                            (long long)tokens_num, (long long)top_k, (long long)ID_LIMIT);
+    int64_t count = tokens_num * top_k;
+
+    int64_t num_out = num_out_tokens <= 0 ? num_out_tokens + count : num_out_tokens;
+    num_out = num_out < 0 ? 0 : num_out > count ? count : num_out;
+    if (out->dims[0] != num_out || out->dims[1] != hidden)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "permute_tokens_out shape is [%lld, %lld], expected [%lld, %lld] "
+                            "(num_out_tokens = %lld gives %lld of the %lld rows, hidden_size)",
+                            (long long)out->dims[0], (long long)out->dims[1], (long long)num_out,
+                            (long long)hidden, (long long)num_out_tokens, (long long)num_out,
+                            (long long)count);
+    if (sorted->dims[0] != count)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "sorted_indices_out has %lld entries, expected tokens_num * top_k = "
+                            "%lld * %lld = %lld",
+                            (long long)sorted->dims[0], (long long)tokens_num, (long long)top_k,
+                            (long long)count);
+
+    if ((status = moeperm_check_view(tokens, "tokens")) ||
+        (status = moeperm_check_view(ix, "indices")) ||
+        (status = moeperm_check_view(out, "permute_tokens_out")) ||
+        (status = moeperm_check_view(sorted, "sorted_indices_out")))
+        return status;
+    if ((status = moeperm_check_no_self_overlap(out, "permute_tokens_out")) ||
+        (status = moeperm_check_no_self_overlap(sorted, "sorted_indices_out")) ||
+        (status = moeperm_check_disjoint(out, "permute_tokens_out", sorted,
+                                         "sorted_indices_out")) ||
+        (status = moeperm_check_disjoint(out, "permute_tokens_out", tokens, "tokens")) ||
+        (status = moeperm_check_disjoint(out, "permute_tokens_out", ix, "indices")) ||
+        (status = moeperm_check_disjoint(sorted, "sorted_indices_out", tokens, "tokens")) ||
+        (status = moeperm_check_disjoint(sorted, "sorted_indices_out", ix, "indices")))
+        return status;
+    if ((status = check_ids(ix, top_k, count)) != MOEPERM_SUCCESS)
+        return status;
+
+    *top_k_out = top_k;
+    *num_out_out = num_out;
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_token_permute_get_workspace_size(
+    const moeperm_tensor *tokens, const moeperm_tensor *indices, int64_t num_out_tokens,
+    bool padded_mode, moeperm_tensor *permute_tokens_out, moeperm_tensor *sorted_indices_out,
+    uint64_t *workspace_size, moeperm_executor **executor)
+{
+    if (executor)
+        *executor = NULL;
+    if (!tokens)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "tokens is NULL");
+    if (!indices)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "indices is NULL");
+    if (!permute_tokens_out)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permute_tokens_out is NULL");
+    if (!sorted_indices_out)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices_out is NULL");
+    if (!workspace_size)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
+    if (!executor)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
+
+    int64_t top_k = 0, num_out = 0;
+    moeperm_status status =
+        validate_permute(tokens, indices, num_out_tokens, padded_mode, permute_tokens_out,
+                         sorted_indices_out, &top_k, &num_out);
+    if (status != MOEPERM_SUCCESS)
+        return status;
+
+    struct moeperm_executor *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
+    plan->op = MOEPERM_OP_PERMUTE;
+    plan->permute.tokens = *tokens;
+    plan->permute.indices = *indices;
+    plan->permute.permute_tokens = *permute_tokens_out;
+    plan->permute.sorted_indices = *sorted_indices_out;
+    plan->permute.top_k = top_k;
+    plan->permute.num_out_tokens = num_out;
+    *workspace_size = 0;
+    *executor = plan;
+    return MOEPERM_SUCCESS;
+}
+
+/* The sort keys: ids as they are, the dtype's minimum below every id (-1)
+ * and its maximum just above the largest id, so that the counters of the
+ * counting sort still cover only the span of ids that occur.  Ids the
+ * first phase accepted are never anything else; an id changed since is
+ * sorted like the sentinel on its side, and the ranks stay a permutation
+ * whatever the memory holds. */
+static void sort_keys(const moeperm_tensor *ix, int64_t top_k, int64_t count, int32_t *keys)
+{
+    int32_t largest = -1;
+    bool any_maximum = false;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t id = read_id(ix, top_k, i);
+        if (id < 0) {
+            keys[i] = -1;
+        } else if (id >= ID_LIMIT) {
+            keys[i] = INT32_MAX;
+            any_maximum = true;
+        } else {
+            keys[i] = (int32_t)id;
+            largest = keys[i] > largest ? keys[i] : largest;
+        }
+    }
+    if (any_maximum)
+        for (int64_t i = 0; i < count; i++)
+            if (keys[i] == INT32_MAX)
+                keys[i] = largest + 1;
+}
+
+#ifdef PERMUTE_HAVE_STREAM
+/* memcpy() with non-temporal stores for the 16-byte-aligned middle. */
+static void stream_copy(char *restrict dst, const char *restrict src, size_t bytes)
+{
+    size_t head = (16u - ((uintptr_t)dst & 15u)) & 15u;
+    head = head < bytes ? head : bytes;
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= bytes; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        _mm_stream_si128((__m128i *)(dst + i), a);
+        _mm_stream_si128((__m128i *)(dst + i + 16), b);
+        _mm_stream_si128((__m128i *)(dst + i + 32), c);
+        _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+    for (; i + 16 <= bytes; i += 16)
+        _mm_stream_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+    memcpy(dst + i, src + i, bytes - i);
+}
+#endif
+
+/* Copies one row of `hidden` elements of `size` bytes between views with
+ * column strides src_step and dst_step. */
+static void copy_row(char *restrict dst, int64_t dst_step, const char *restrict src,
+                     int64_t src_step, int64_t hidden, int64_t size, bool stream)
+{
+    if (src_step == 1 && dst_step == 1) {
+#ifdef PERMUTE_HAVE_STREAM
+        if (stream) {
+            stream_copy(dst, src, (size_t)(hidden * size));
+            return;
+        }
+#endif
+        (void)stream;
+        memcpy(dst, src, (size_t)(hidden * size));
+        return;
+    }
+    int64_t ds = dst_step * size, ss = src_step * size;
+    for (int64_t h = 0; h < hidden; h++)
+        memcpy(dst + h * ds, src + h * ss, (size_t)size);
+}
+
+moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int threads)
+{
+    const moeperm_tensor *tokens = &plan->permute.tokens, *ix = &plan->permute.indices;
+    const moeperm_tensor *out = &plan->permute.permute_tokens;
+    const moeperm_tensor *sorted = &plan->permute.sorted_indices;
+    int64_t top_k = plan->permute.top_k, num_out = plan->permute.num_out_tokens;
+    int64_t tokens_num = tokens->dims[0], hidden = tokens->dims[1];
+    int64_t count = tokens_num * top_k;
+    if (count == 0)
+        return MOEPERM_SUCCESS;
+
+    /* The ranks go straight into sorted_indices_out when it is contiguous;
+     * moeperm_route_ranks() writes nothing unless it succeeds, so a failed
+     * run leaves both outputs untouched either way. */
+    bool direct = sorted->strides[0] == 1;
+    int32_t *keys = malloc((size_t)count * sizeof *keys);
+    int32_t *ranks = direct ? (int32_t *)sorted->data + sorted->offset
+                            : malloc((size_t)count * sizeof *ranks);
+    if (!keys || !ranks) {
+        free(keys);
+        if (!direct)
+            free(ranks);
+        return moeperm_fail(MOEPERM_ERR_INNER,
+                            "out of memory allocating the sort of %lld expert ids",
+                            (long long)count);
+    }
+    sort_keys(ix, top_k, count, keys);
+    moeperm_status status = moeperm_route_ranks(keys, (size_t)count, ranks);
+    free(keys);
+    if (status != MOEPERM_SUCCESS) {
+        if (!direct)
+            free(ranks);
+        return status;
+    }
+
+    if (num_out > 0 && hidden > 0) {
+        int64_t size = (int64_t)moeperm_dtype_size(tokens->dtype);
+        const char *src = (const char *)tokens->data + tokens->offset * size;
+        char *dst = (char *)out->data + out->offset * size;
+        int64_t src_row = tokens->strides[0] * size, dst_row = out->strides[0] * size;
+        int64_t src_step = tokens->strides[1], dst_step = out->strides[1];
+        int team = moeperm_threads_for_bytes(
+            threads, ((double)tokens_num + (double)num_out) * (double)hidden * (double)size);
+        /* Runs of tokens handed out one at a time: a thread the OS keeps
+         * waiting on a busy machine leaves its share to the others. */
+        int64_t run = tokens_num / ((int64_t)team * 8);
+        run = run < 1 ? 1 : run > 64 ? 64 : run;
+        bool stream = num_out * hidden * size >= STREAM_MIN_BYTES;
+        (void)team;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team) if (team > 1)
+#endif
+        {
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, run) nowait
+#endif
+            for (int64_t n = 0; n < tokens_num; n++) {
+                for (int64_t k = 0; k < top_k; k++) {
+                    int64_t row = ranks[n * top_k + k];
+                    if (row < num_out)
+                        copy_row(dst + row * dst_row, dst_step, src + n * src_row, src_step,
+                                 hidden, size, stream);
+                }
+            }
+#ifdef PERMUTE_HAVE_STREAM
+            /* makes this thread's non-temporal stores visible before the
+             * run returns */
+            if (stream)
+                _mm_sfence();
+#endif
+        }
+    }
+
+    if (!direct) {
+        int32_t *base = (int32_t *)sorted->data + sorted->offset;
+        for (int64_t i = 0; i < count; i++)
+            base[i * sorted->strides[0]] = ranks[i];
+        free(ranks);
+    }
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_token_permute(void *workspace, uint64_t workspace_size,
+                                     moeperm_executor *executor, void *stream)
+{
+    (void)workspace;
+    (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_PERMUTE);
+    if (status != MOEPERM_SUCCESS)
+        return status;
+    status = moeperm_permute_run(executor, 0);
+    free(executor);
+    return status;
+}

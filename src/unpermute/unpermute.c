@@ -1,0 +1,490 @@
+/*
+ * unpermute.c - MoeTokenUnpermute, the forward combine: each token's K
+ * expert outputs, scaled by its probs, summed back into one row.
+ *
+ * For every token n and column h (docs/operators.md):
+ *   slot k is included  iff  sorted_indices[n*K+k] < R  and  probs[n, k] != 0
+ *   acc = included(0) ? x_0 * p_0 : +0.0f
+ *   acc = acc + x_k * p_k      for k = 1..K-1 in order, when included
+ *   out[n, h] = narrow(acc)
+ *
+ * This is MoeTokenPermuteGrad's loop with a multiply and the p != 0 rule,
+ * and the sum goes through the same moeperm_accumulate() (kernel.h), so
+ * both operators give the same bits, NaNs included, where their arithmetic
+ * meets.  Without probs there is no multiply at all and the operator IS
+ * MoeTokenPermuteGrad with top_k = 1: it runs that kernel.
+ *
+ * Work is split over (token, column block) tasks as in permute_grad.c;
+ * each output element comes from one task with the k loop in order, so the
+ * bits do not depend on the number of threads.  The multiply and the add
+ * are separate statements and the build forbids contraction, so nothing is
+ * fused; the loops vectorise across columns only.  A block is first summed
+ * optimistically, with plain additions, and summed again with the NaN
+ * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS).
+ *
+ * That portable loop is the reference.  Where MoeTokenPermuteGrad runs its
+ * x86 fast path (kernel.h: the same choice, MOEPERM_FORCE_PORTABLE=1 turns
+ * it off) and the rows and out have unit column strides, the operator runs
+ * that path's scaled segments instead (src/x86/), which keep the sums in
+ * registers across all of a token's rows; tests/core/test_fast_paths.c holds
+ * them to this loop bit for bit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fp.h"
+#include "core/fp_env.h"
+#include "core/internal.h"
+#include "core/kernel.h"
+
+/* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
+#define COLUMN_BLOCK 2048
+
+/*
+ * x * p when p is a NaN.  Where only x is a NaN, every IEEE CPU returns x
+ * made quiet, whatever the operand order, so the ordinary product is
+ * already independent of the compiler.  With two NaNs the order decides; it
+ * is pinned here as x86 does with the token value as first operand: a NaN
+ * x comes out (made quiet), otherwise the quiet p.
+ */
+static inline float nan_product(float x, uint32_t p_quiet)
+{
+    uint32_t bits = fp_bits(x);
+    uint32_t nan = 0u - (uint32_t)((bits & 0x7fffffffu) > 0x7f800000u);
+    return fp_from_bits(((bits | 0x00400000u) & nan) | (p_quiet & ~nan));
+}
+
+/* One row's products, started (first_) or added to the accumulators, with
+ * an ordinary prob (add_fast_ and add_) or a NaN one (add_nan_), and the
+ * narrowing store.  `stride` is passed as a literal 1 on the contiguous
+ * path so the compiler can vectorise across columns.
+ *
+ * add_fast_ adds with a plain `+`, whose operand order the compiler may
+ * choose.  That changes bits only when both operands are NaNs, and a NaN
+ * accumulator stays a NaN through every later addition: when no column of
+ * a block ends as a NaN, no addition met a NaN accumulator, and the plain
+ * sums are exactly moeperm_accumulate()'s.  A block that does end with a
+ * NaN is summed again with add_ and add_nan_, the order pinned.  For the
+ * same reason the optimistic pass (first_fast_, add_fast_) may widen with
+ * `fast_widen`, which need only be right for values that are not NaNs: a
+ * NaN token value makes its product, and so the block, end as a NaN. */
+#define DEFINE_ROW_OPS(suffix, type, widen, fast_widen, narrow)                               \
+    static inline void first_##suffix(float *restrict acc, const type *restrict row,          \
+                                      int64_t stride, float p, int64_t n)                     \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = widen(row[j * stride]);                                                 \
+            acc[j] = x * p;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    static inline void first_fast_##suffix(float *restrict acc, const type *restrict row,     \
+                                           int64_t stride, float p, int64_t n)                \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = fast_widen(row[j * stride]);                                            \
+            acc[j] = x * p;                                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    static inline void add_fast_##suffix(float *restrict acc, const type *restrict row,       \
+                                         int64_t stride, float p, int64_t n)                  \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = fast_widen(row[j * stride]);                                            \
+            float product = x * p;                                                            \
+            acc[j] = acc[j] + product;                                                        \
+        }                                                                                     \
+    }                                                                                         \
+    static void add_##suffix(float *restrict acc, const type *restrict row, int64_t stride,   \
+                             float p, int64_t n)                                              \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float x = widen(row[j * stride]);                                                 \
+            float product = x * p;                                                            \
+            acc[j] = moeperm_accumulate(acc[j], product);                                     \
+        }                                                                                     \
+    }                                                                                         \
+    static void first_nan_##suffix(float *restrict acc, const type *restrict row,             \
+                                   int64_t stride, uint32_t p_quiet, int64_t n)               \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++)                                                       \
+            acc[j] = nan_product(widen(row[j * stride]), p_quiet);                            \
+    }                                                                                         \
+    static void add_nan_##suffix(float *restrict acc, const type *restrict row,               \
+                                 int64_t stride, uint32_t p_quiet, int64_t n)                 \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                     \
+            float product = nan_product(widen(row[j * stride]), p_quiet);                     \
+            acc[j] = moeperm_accumulate(acc[j], product);                                     \
+        }                                                                                     \
+    }                                                                                         \
+    static inline void store_##suffix(type *restrict out, const float *restrict acc,         \
+                                      int64_t stride, int64_t n)                              \
+    {                                                                                         \
+        for (int64_t j = 0; j < n; j++)                                                       \
+            out[j * stride] = narrow(acc[j]);                                                 \
+    }
+
+static inline float widen_f32(float x)
+{
+    return x;
+}
+static inline float narrow_f32(float x)
+{
+    return x;
+}
+
+/* bf16 is the upper half of a binary32: for anything but a NaN (which
+ * fp_bf16_to_float() makes quiet) widening is the shift alone. */
+static inline float widen_bf16_not_nan(uint16_t h)
+{
+    return fp_from_bits((uint32_t)h << 16);
+}
+
+DEFINE_ROW_OPS(f32, float, widen_f32, widen_f32, narrow_f32)
+DEFINE_ROW_OPS(f16, uint16_t, fp_fp16_to_float, fp_fp16_to_float, fp_float_to_fp16)
+DEFINE_ROW_OPS(bf16, uint16_t, fp_bf16_to_float, widen_bf16_not_nan, fp_float_to_bf16)
+
+/* Whether any of the n accumulators is a NaN (a reduction that vectorises). */
+static inline bool any_nan(const float *acc, int64_t n)
+{
+    uint32_t found = 0;
+    for (int64_t j = 0; j < n; j++)
+        found |= (uint32_t)((fp_bits(acc[j]) & 0x7fffffffu) > 0x7f800000u);
+    return found != 0;
+}
+
+/* An included slot of a token: its row of permuted_tokens and its prob. */
+typedef struct included_slot {
+    int64_t row;
+    float p;
+    uint32_t p_quiet; /* the quiet bits of p when p is a NaN, else 0 */
+} included_slot;
+
+static float widen_prob(const moeperm_tensor *probs, int64_t n, int64_t k)
+{
+    int64_t at = probs->offset + n * probs->strides[0] + k * probs->strides[1];
+    if (probs->dtype == MOEPERM_FLOAT)
+        return ((const float *)probs->data)[at];
+    uint16_t bits = ((const uint16_t *)probs->data)[at];
+    return probs->dtype == MOEPERM_FLOAT16 ? fp_fp16_to_float(bits) : fp_bf16_to_float(bits);
+}
+
+/* The included slots of token n in k order; *zero_start says slot 0 is not
+ * among them, so the sum starts from +0.0.  p != 0 is a test of the bits,
+ * so that a caller's denormals-are-zero mode cannot drop a subnormal prob. */
+static int64_t included_slots(const struct moeperm_executor *plan, int64_t n,
+                              included_slot *slots, bool *zero_start)
+{
+    const moeperm_tensor *ix = &plan->unpermute.sorted_indices;
+    const int32_t *idx = (const int32_t *)ix->data + ix->offset;
+    int64_t rows = plan->unpermute.permuted_tokens.dims[0], top_k = plan->unpermute.top_k;
+    int64_t count = 0;
+    *zero_start = true;
+    for (int64_t k = 0; k < top_k; k++) {
+        /* Unsigned compare: a negative index is skipped like a dropped one. */
+        uint64_t r = (uint64_t)(int64_t)idx[(n * top_k + k) * ix->strides[0]];
+        if (r >= (uint64_t)rows)
+            continue;
+        float p = widen_prob(&plan->unpermute.probs, n, k);
+        uint32_t bits = fp_bits(p);
+        if ((bits & 0x7fffffffu) == 0)
+            continue;
+        bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+        slots[count++] = (included_slot){(int64_t)r, p, nan ? bits | 0x00400000u : 0};
+        if (k == 0)
+            *zero_start = false;
+    }
+    return count;
+}
+
+/* Asks for every line of token t's rows in columns [c0, c0+n) to be
+ * brought towards the cache, so that the next task finds them there: the
+ * rows are scattered over permuted_tokens, and a hardware prefetcher sees
+ * each as a new stream. */
+static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_t c0, int64_t n)
+{
+#if defined(__GNUC__)
+    const moeperm_tensor *x = &plan->unpermute.permuted_tokens;
+    const moeperm_tensor *ix = &plan->unpermute.sorted_indices;
+    const int32_t *idx = (const int32_t *)ix->data + ix->offset;
+    int64_t rows = x->dims[0], top_k = plan->unpermute.top_k;
+    int64_t size = (int64_t)moeperm_dtype_size(x->dtype);
+    if (x->strides[1] != 1 || t >= plan->unpermute.out.dims[0])
+        return;
+    for (int64_t k = 0; k < top_k; k++) {
+        uint64_t r = (uint64_t)(int64_t)idx[(t * top_k + k) * ix->strides[0]];
+        if (r >= (uint64_t)rows)
+            continue;
+        const char *row =
+            (const char *)x->data + (x->offset + (int64_t)r * x->strides[0] + c0) * size;
+        for (int64_t b = 0; b < n * size; b += 64)
+            __builtin_prefetch(row + b, 0, 2);
+    }
+#else
+    (void)plan, (void)t, (void)c0, (void)n;
+#endif
+}
+
+/* One task: token t, columns [c0, c0+n): the optimistic sum, then, only
+ * when a column ends as a NaN, the sum again with the NaN order pinned. */
+#define DEFINE_TASK(suffix, type)                                                             \
+    static void task_##suffix(const struct moeperm_executor *plan, int64_t t, int64_t c0,    \
+                              int64_t n)                                                      \
+    {                                                                                         \
+        float acc[COLUMN_BLOCK];                                                              \
+        included_slot slots[MOEPERM_MAX_TOP_K];                                               \
+        const type *rows[MOEPERM_MAX_TOP_K];                                                  \
+        bool zero_start;                                                                      \
+        int64_t count = included_slots(plan, t, slots, &zero_start);                          \
+        const moeperm_tensor *x = &plan->unpermute.permuted_tokens;                           \
+        const moeperm_tensor *o = &plan->unpermute.out;                                       \
+        int64_t sc = x->strides[1], oc = o->strides[1];                                       \
+        type *out = (type *)o->data + o->offset + t * o->strides[0] + c0 * oc;                \
+        bool nan_prob = false;                                                                \
+        for (int64_t s = 0; s < count; s++) {                                                 \
+            /* count > 0: x has rows, so its data is not NULL */                              \
+            rows[s] =                                                                         \
+                (const type *)x->data + x->offset + slots[s].row * x->strides[0] + c0 * sc;   \
+            nan_prob |= slots[s].p_quiet != 0;                                                \
+        }                                                                                     \
+        int64_t first = zero_start ? 0 : 1;                                                   \
+        if (zero_start)                                                                       \
+            memset(acc, 0, (size_t)n * sizeof *acc);                                          \
+        bool exact = nan_prob;                                                                \
+        if (!nan_prob) {                                                                      \
+            for (int64_t s = 0; s < count; s++) {                                             \
+                if (s < first && sc == 1)                                                     \
+                    first_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                      \
+                else if (s < first)                                                           \
+                    first_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                     \
+                else if (sc == 1)                                                             \
+                    add_fast_##suffix(acc, rows[s], 1, slots[s].p, n);                        \
+                else                                                                          \
+                    add_fast_##suffix(acc, rows[s], sc, slots[s].p, n);                       \
+            }                                                                                 \
+            exact = any_nan(acc, n);                                                          \
+        }                                                                                     \
+        if (exact) {                                                                          \
+            if (zero_start)                                                                   \
+                memset(acc, 0, (size_t)n * sizeof *acc);                                      \
+            for (int64_t s = 0; s < count; s++) {                                             \
+                if (slots[s].p_quiet && s < first)                                            \
+                    first_nan_##suffix(acc, rows[s], sc, slots[s].p_quiet, n);                \
+                else if (slots[s].p_quiet)                                                    \
+                    add_nan_##suffix(acc, rows[s], sc, slots[s].p_quiet, n);                  \
+                else if (s < first)                                                           \
+                    first_##suffix(acc, rows[s], sc, slots[s].p, n);                          \
+                else                                                                          \
+                    add_##suffix(acc, rows[s], sc, slots[s].p, n);                            \
+            }                                                                                 \
+        }                                                                                     \
+        if (oc == 1)                                                                          \
+            store_##suffix(out, acc, 1, n);                                                   \
+        else                                                                                  \
+            store_##suffix(out, acc, oc, n);                                                  \
+    }
+
+DEFINE_TASK(f32, float)
+DEFINE_TASK(f16, uint16_t)
+DEFINE_TASK(bf16, uint16_t)
+
+void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
+{
+    int64_t tokens = plan->unpermute.out.dims[0], hidden = plan->unpermute.out.dims[1];
+    if (tokens == 0 || hidden == 0)
+        return;
+    if (!plan->unpermute.has_probs) {
+        struct moeperm_executor sum = {
+            .op = MOEPERM_OP_PERMUTE_GRAD,
+            .grad = plan->unpermute.permuted_tokens,
+            .indices = plan->unpermute.sorted_indices,
+            .out = plan->unpermute.out,
+            .top_k = 1,
+        };
+        moeperm_kernel_run(&sum, threads);
+        return;
+    }
+
+    moeperm_dtype dtype = plan->unpermute.permuted_tokens.dtype;
+    int team = moeperm_threads_for_bytes(
+        threads, (double)tokens * (double)(plan->unpermute.top_k + 1) * (double)hidden *
+                     (double)moeperm_dtype_size(dtype));
+    int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
+    int64_t tasks = tokens * blocks;
+#ifdef MOEPERM_HAVE_X86_PATH
+    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_path() */
+    moeperm_kernel_path path = moeperm_kernel_resolve_path(MOEPERM_PATH_AUTO);
+    if (path != MOEPERM_PATH_PORTABLE && plan->unpermute.permuted_tokens.strides[1] == 1 &&
+        plan->unpermute.out.strides[1] == 1) {
+        moeperm_x86_run_unpermute(plan, team, path == MOEPERM_PATH_X86_AVX512);
+        return;
+    }
+#endif
+    void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
+        dtype == MOEPERM_FLOAT     ? task_f32
+        : dtype == MOEPERM_FLOAT16 ? task_f16
+                                   : task_bf16;
+    /* Runs of consecutive tasks handed out one at a time, as in
+     * MoeTokenPermuteGrad: a thread the OS keeps waiting (a busy, shared
+     * machine) leaves its share to the others instead of holding up the
+     * end.  Which thread sums a task never changes its bits. */
+    int64_t run = tasks / ((int64_t)team * 8);
+    run = run < 1 ? 1 : run > 64 ? 64 : run;
+    (void)team;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team) if (team > 1 && tasks > 1)
+#endif
+    {
+        fp_env env = fp_env_enter();
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, run) nowait
+#endif
+        for (int64_t i = 0; i < tasks; i++) {
+            int64_t t = i / blocks, c0 = (i % blocks) * COLUMN_BLOCK;
+            int64_t n = hidden - c0 < COLUMN_BLOCK ? hidden - c0 : COLUMN_BLOCK;
+            prefetch_task(plan, t + 1, c0, n);
+            task(plan, t, c0, n);
+        }
+        fp_env_leave(env);
+    }
+}
+
+static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_tensor *ix,
+                                         const moeperm_tensor *probs, bool padded_mode,
+                                         const moeperm_tensor *out, int64_t *top_k_out)
+{
+    moeperm_status status;
+    if (padded_mode)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "padded_mode = true is not supported; only false is");
+
+    if ((status = moeperm_check_float_dtype(x, "permuted_tokens")) != MOEPERM_SUCCESS)
+        return status;
+    if (out->dtype != x->dtype)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "out dtype %d (%s) differs from permuted_tokens dtype %d (%s)",
+                            (int)out->dtype, moeperm_dtype_name(out->dtype), (int)x->dtype,
+                            moeperm_dtype_name(x->dtype));
+    if (ix->dtype != MOEPERM_INT32)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "sorted_indices dtype %d (%s) is not INT32 (3)", (int)ix->dtype,
+                            moeperm_dtype_name(ix->dtype));
+    if (probs && (status = moeperm_check_float_dtype(probs, "probs")) != MOEPERM_SUCCESS)
+        return status;
+
+    if ((status = moeperm_check_ndim(x, "permuted_tokens", 2, "[rows, hidden_size]")) ||
+        (status = moeperm_check_ndim(ix, "sorted_indices", 1, "[tokens_num * top_k]")) ||
+        (status = moeperm_check_ndim(out, "out", 2, "[tokens_num, hidden_size]")) ||
+        (probs && (status = moeperm_check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
+        return status;
+
+    int64_t tokens = out->dims[0], rows = x->dims[0], hidden = x->dims[1];
+    int64_t top_k = probs ? probs->dims[1] : 1;
+    if (probs && (top_k < 1 || top_k > MOEPERM_MAX_TOP_K))
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "probs has %lld columns (top_k); top_k must be in [1, %d]",
+                            (long long)top_k, MOEPERM_MAX_TOP_K);
+    if (probs && probs->dims[0] != tokens)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "probs shape is [%lld, %lld], expected [%lld, %lld] ([tokens_num, "
+                            "top_k], tokens_num from out)",
+                            (long long)probs->dims[0], (long long)probs->dims[1],
+                            (long long)tokens, (long long)top_k);
+    if (out->dims[1] != hidden)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "out shape is [%lld, %lld], expected [%lld, %lld] (tokens_num, "
+                            "hidden_size of permuted_tokens)",
+                            (long long)out->dims[0], (long long)out->dims[1], (long long)tokens,
+                            (long long)hidden);
+    if (tokens > (INT64_C(1) << 31) / top_k)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "tokens_num * top_k = %lld * %lld is more than the 2^31 entries "
+                            "that int32 sorted_indices address",
+                            (long long)tokens, (long long)top_k);
+    int64_t count = tokens * top_k;
+    if (ix->dims[0] != count)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "sorted_indices has %lld entries, expected tokens_num * top_k = "
+                            "%lld * %lld = %lld",
+                            (long long)ix->dims[0], (long long)tokens, (long long)top_k,
+                            (long long)count);
+    if (rows > count)
+        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
+                            "permuted_tokens has %lld rows, more than the %lld entries of "
+                            "sorted_indices",
+                            (long long)rows, (long long)count);
+
+    if ((status = moeperm_check_view(x, "permuted_tokens")) ||
+        (status = moeperm_check_view(ix, "sorted_indices")) ||
+        (probs && (status = moeperm_check_view(probs, "probs"))) ||
+        (status = moeperm_check_view(out, "out")))
+        return status;
+    if ((status = moeperm_check_no_self_overlap(out, "out")) ||
+        (status = moeperm_check_disjoint(out, "out", x, "permuted_tokens")) ||
+        (status = moeperm_check_disjoint(out, "out", ix, "sorted_indices")) ||
+        (probs && (status = moeperm_check_disjoint(out, "out", probs, "probs"))))
+        return status;
+    if ((status = moeperm_check_sorted_indices(ix)) != MOEPERM_SUCCESS)
+        return status;
+
+    *top_k_out = top_k;
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_token_unpermute_get_workspace_size(
+    const moeperm_tensor *permuted_tokens, const moeperm_tensor *sorted_indices,
+    const moeperm_tensor *probs, bool padded_mode, const int64_t *restore_shape,
+    uint64_t restore_shape_len, moeperm_tensor *out, uint64_t *workspace_size,
+    moeperm_executor **executor)
+{
+    if (executor)
+        *executor = NULL;
+    if (!permuted_tokens)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens is NULL");
+    if (!sorted_indices)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
+    if (!out)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "out is NULL");
+    if (!restore_shape && restore_shape_len > 0)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
+                            "restore_shape is NULL with restore_shape_len = %llu",
+                            (unsigned long long)restore_shape_len);
+    if (!workspace_size)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
+    if (!executor)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
+
+    int64_t top_k = 0;
+    moeperm_status status =
+        validate_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, out, &top_k);
+    if (status != MOEPERM_SUCCESS)
+        return status;
+
+    struct moeperm_executor *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
+    plan->op = MOEPERM_OP_UNPERMUTE;
+    plan->unpermute.permuted_tokens = *permuted_tokens;
+    plan->unpermute.sorted_indices = *sorted_indices;
+    if (probs)
+        plan->unpermute.probs = *probs;
+    plan->unpermute.out = *out;
+    plan->unpermute.top_k = top_k;
+    plan->unpermute.has_probs = probs != NULL;
+    *workspace_size = 0;
+    *executor = plan;
+    return MOEPERM_SUCCESS;
+}
+
+moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
+                                       moeperm_executor *executor, void *stream)
+{
+    (void)workspace;
+    (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
+    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE);
+    if (status != MOEPERM_SUCCESS)
+        return status;
+    moeperm_unpermute_run(executor, 0);
+    free(executor);
+    return MOEPERM_SUCCESS;
+}

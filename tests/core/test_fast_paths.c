@@ -1,0 +1,759 @@
+/*
+ * The fast paths against the portable path, bit for bit (docs/arithmetic.md
+ * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
+ * vector conversions over every 16-bit input and over edge and random
+ * binary32 inputs (tests/core/test_fast_conversions_exhaustive.c does all 2^32),
+ * and the x86 operator on seeded random cases with special values, tails
+ * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), top_k 1
+ * and 512, row strides and offsets, strided columns (which fall back to
+ * the portable path), column-split tasks, streamed output and any thread
+ * count.
+ *
+ * MoeTokenUnpermute with probs runs the same paths with a multiplier per
+ * row; its fast paths are held to its portable loop (unpermute.c) the same
+ * way, over every pair of token and probs dtypes, with products that are
+ * NaNs of either operand or both, infinities, -0 and subnormals, zero probs
+ * (slot 0's too), dropped slots, probs in any layout, and strided rows or
+ * output (which fall back to the portable loop).
+ *
+ * Case n is seeded with n, so a failing case can be rerun alone
+ * (MOEPERM_TEST_CASE=n).  On a CPU without the fast path the tests skip.
+ */
+#include <fenv.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/fp.h"
+#include "core/internal.h"
+#include "core/kernel.h"
+#include "naive.h"
+
+static bool have_fast_path(void)
+{
+#ifdef MOEPERM_HAVE_X86_PATH
+    return moeperm_x86_available();
+#else
+    return false;
+#endif
+}
+
+#ifdef MOEPERM_HAVE_X86_PATH
+
+static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
+
+/* The vector conversions of each instruction set this CPU has. */
+typedef struct conversions {
+    const char *name;
+    bool (*available)(void);
+    void (*bf16_to_float)(const uint16_t *, float *, size_t);
+    void (*fp16_to_float)(const uint16_t *, float *, size_t);
+    void (*float_to_bf16)(const float *, uint16_t *, size_t);
+    void (*float_to_fp16)(const float *, uint16_t *, size_t);
+} conversions;
+
+static const conversions sets[2] = {
+    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+     moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
+    {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
+     moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
+     moeperm_x86_float_to_fp16_avx512},
+};
+
+static void test_every_bf16_and_fp16_widening_matches_fp_h(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    uint16_t *src = malloc(65536 * sizeof *src);
+    float *bf = malloc(65536 * sizeof *bf), *fp = malloc(65536 * sizeof *fp);
+    assert_non_null(src);
+    assert_non_null(bf);
+    assert_non_null(fp);
+    for (uint32_t i = 0; i < 65536; i++)
+        src[i] = (uint16_t)i;
+    for (int set = 0; set < 2; set++) {
+        if (!sets[set].available())
+            continue;
+        sets[set].bf16_to_float(src, bf, 65536);
+        sets[set].fp16_to_float(src, fp, 65536);
+        for (uint32_t i = 0; i < 65536; i++) {
+            if (fp_bits(bf[i]) != fp_bits(fp_bf16_to_float((uint16_t)i)))
+                fail_msg("%s bf16 0x%04x: vector 0x%08x, fp.h 0x%08x", sets[set].name, i,
+                         fp_bits(bf[i]), fp_bits(fp_bf16_to_float((uint16_t)i)));
+            if (fp_bits(fp[i]) != fp_bits(fp_fp16_to_float((uint16_t)i)))
+                fail_msg("%s fp16 0x%04x: vector 0x%08x, fp.h 0x%08x", sets[set].name, i,
+                         fp_bits(fp[i]), fp_bits(fp_fp16_to_float((uint16_t)i)));
+        }
+    }
+    free(src);
+    free(bf);
+    free(fp);
+}
+
+/* Every boundary of both narrowings (and its neighbours), then random
+ * patterns; the slow suite runs all 2^32. */
+static void test_narrowing_edges_and_random_patterns_match_fp_h(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    enum { N = 1 << 20 };
+    static const uint32_t edges[] = {
+        0x00000000, 0x00000001, 0x007fffff, 0x00800000, 0x33000000, 0x33000001, 0x337fffff,
+        0x33800000, 0x33c00000, 0x387fc000, 0x387fe000, 0x38800000, 0x3f800000, 0x3f808000,
+        0x3f818000, 0x477fe000, 0x477fefff, 0x477ff000, 0x47800000, 0x7f7f7fff, 0x7f7f8000,
+        0x7f7fffff, 0x7f800000, 0x7f800001, 0x7fbfffff, 0x7fc00000, 0x7fffffff, 0x3effe000,
+    };
+    float *src = malloc(N * sizeof *src);
+    uint16_t *bf = malloc(N * sizeof *bf), *fp = malloc(N * sizeof *fp);
+    assert_non_null(src);
+    assert_non_null(bf);
+    assert_non_null(fp);
+    uint64_t rng = 1;
+    size_t n = 0;
+    for (size_t e = 0; e < sizeof edges / sizeof *edges; e++)
+        for (int32_t d = -2; d <= 2; d++)
+            for (uint32_t sign = 0; sign < 2; sign++)
+                src[n++] = fp_from_bits(((edges[e] + (uint32_t)d) & 0x7fffffffu) | sign << 31);
+    while (n < N)
+        src[n++] = fp_from_bits((uint32_t)naive_rand(&rng));
+    for (int set = 0; set < 2; set++) {
+        if (!sets[set].available())
+            continue;
+        sets[set].float_to_bf16(src, bf, N);
+        sets[set].float_to_fp16(src, fp, N);
+        for (size_t i = 0; i < N; i++) {
+            if (bf[i] != fp_float_to_bf16(src[i]))
+                fail_msg("%s float 0x%08x -> bf16: vector 0x%04x, fp.h 0x%04x", sets[set].name,
+                         fp_bits(src[i]), bf[i], fp_float_to_bf16(src[i]));
+            if (fp[i] != fp_float_to_fp16(src[i]))
+                fail_msg("%s float 0x%08x -> fp16: vector 0x%04x, fp.h 0x%04x", sets[set].name,
+                         fp_bits(src[i]), fp[i], fp_float_to_fp16(src[i]));
+        }
+    }
+    free(src);
+    free(bf);
+    free(fp);
+}
+
+/* A value of dtype drawn to hit the edges: specials (signed zeros, inf,
+ * quiet and signalling NaNs of both signs), subnormals, values near
+ * overflow, values whose sums land on rounding ties, ordinary values. */
+static uint32_t draw(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    unsigned pick = (unsigned)(r % 16);
+    uint32_t bits = (uint32_t)(r >> 32);
+    if (dtype == MOEPERM_FLOAT) {
+        static const uint32_t specials[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000,
+                                            0x7fc00000, 0xffc00001, 0x7f800001, 0xffa00000,
+                                            0x7f7fffff, 0xff7fffff, 0x00000001, 0x807fffff};
+        if (pick < 3)
+            return specials[bits % 12];
+        if (pick < 5)
+            return bits & 0x807fffffu;
+        if (pick < 7)
+            return (bits & 0x80ffffffu) | 0x7e000000u;
+        if (pick < 10)
+            return (bits & 0x8000e000u) | 0x3f800000u;
+        return (bits & 0x803fffffu) | 0x3e000000u;
+    }
+    static const uint16_t bf16_specials[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xff81,
+                                             0x7f81, 0xffc1, 0x7f7f, 0xff7f, 0x0001, 0x807f};
+    static const uint16_t fp16_specials[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfc01,
+                                             0x7c01, 0xfe01, 0x7bff, 0xfbff, 0x0001, 0x83ff};
+    const uint16_t *specials = dtype == MOEPERM_BF16 ? bf16_specials : fp16_specials;
+    if (pick < 3)
+        return specials[bits % 12];
+    if (pick < 5)
+        return bits & (dtype == MOEPERM_BF16 ? 0x807fu : 0x83ffu);
+    if (pick < 7)
+        return (bits & 0x807fu) | (dtype == MOEPERM_BF16 ? 0x7f00u : 0x7800u);
+    return (bits & 0x80ffu) | (dtype == MOEPERM_BF16 ? 0x3f00u : 0x3c00u);
+}
+
+/* One case: grad [rows, hidden] inside a buffer with row stride
+ * grad_stride (>= hidden) and column stride grad_cstride, offset
+ * grad_offset; out likewise.  Runs the portable path and each x86 path
+ * this CPU has (with `threads`) and requires identical bits, NaNs
+ * included. */
+typedef struct layout {
+    int64_t grad_stride, grad_cstride, grad_offset, out_stride, out_cstride, out_offset;
+} layout;
+
+static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t top_k,
+                       int64_t hidden, int64_t rows, layout lay, int threads)
+{
+    uint64_t rng = (uint64_t)number;
+    size_t es = naive_size(dtype);
+    int64_t count = tokens * top_k;
+    if (lay.grad_cstride == 0)
+        lay.grad_cstride = 1;
+    if (lay.out_cstride == 0)
+        lay.out_cstride = 1;
+    if (lay.grad_stride < hidden * lay.grad_cstride)
+        lay.grad_stride = hidden * lay.grad_cstride;
+    if (lay.out_stride < hidden * lay.out_cstride)
+        lay.out_stride = hidden * lay.out_cstride;
+    int64_t grad_elems = lay.grad_offset + rows * lay.grad_stride + 1;
+    int64_t out_elems = lay.out_offset + tokens * lay.out_stride + 1;
+    char *grad = malloc((size_t)grad_elems * es);
+    int32_t *indices = malloc((size_t)(count + 1) * sizeof *indices);
+    char *want = malloc((size_t)out_elems * es), *got = malloc((size_t)out_elems * es);
+    assert_non_null(grad);
+    assert_non_null(indices);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int64_t i = 0; i < grad_elems; i++) {
+        uint32_t v = draw(&rng, dtype);
+        if (es == 4)
+            memcpy(grad + i * 4, &v, 4);
+        else
+            ((uint16_t *)grad)[i] = (uint16_t)v;
+    }
+    naive_permutation(&rng, indices, count);
+    memset(want, 0x5a, (size_t)out_elems * es);
+    memset(got, 0x5a, (size_t)out_elems * es);
+
+    int64_t gdims[2] = {rows, hidden}, gstrides[2] = {lay.grad_stride, lay.grad_cstride};
+    int64_t idims[1] = {count};
+    int64_t odims[2] = {tokens, hidden}, ostrides[2] = {lay.out_stride, lay.out_cstride};
+    moeperm_tensor *g = moeperm_tensor_create(gdims, 2, dtype, gstrides, lay.grad_offset, grad);
+    moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+    moeperm_tensor *o = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
+    assert_non_null(g);
+    assert_non_null(ix);
+    assert_non_null(o);
+    struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
+    moeperm_kernel_run_path(&plan, 1, MOEPERM_PATH_PORTABLE);
+    plan.out.data = got;
+    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
+                                                 MOEPERM_PATH_X86_AVX512};
+    for (int p = 0; p < 2; p++) {
+        if (!sets[p].available())
+            continue;
+        memset(got, 0x5a, (size_t)out_elems * es);
+        moeperm_kernel_run_path(&plan, threads, paths[p]);
+        for (int64_t i = 0; i < out_elems; i++) {
+            uint32_t w = 0, v = 0;
+            memcpy(&w, want + i * (int64_t)es, es);
+            memcpy(&v, got + i * (int64_t)es, es);
+            if (w != v)
+                fail_msg("case %d (dtype %d, T=%lld K=%lld H=%lld R=%lld, %s, %d threads): "
+                         "element %lld of out's buffer: portable 0x%x, fast 0x%x",
+                         number, dtype, (long long)tokens, (long long)top_k, (long long)hidden,
+                         (long long)rows, sets[p].name, threads, (long long)i, w, v);
+        }
+    }
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(o);
+    free(grad);
+    free(indices);
+    free(want);
+    free(got);
+}
+
+static bool selected(int number)
+{
+    const char *only = getenv("MOEPERM_TEST_CASE");
+    return !only || atoi(only) == number;
+}
+
+static void test_random_cases_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 0; number < 600; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 104729u + 7;
+        moeperm_dtype dtype = dtypes[number % 3];
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 10);
+        /* tails: every hidden size from 1 to 150, then some larger ones */
+        int64_t hidden = number < 450 ? 1 + number / 3 : 1 + (int64_t)(naive_rand(&rng) % 700);
+        int64_t count = tokens * top_k;
+        /* a third of the cases drop slots, slot 0 among them */
+        int64_t rows = number % 3 == 1 ? (int64_t)(naive_rand(&rng) % (uint64_t)(count + 1))
+                                       : count;
+        layout lay = {0};
+        if (number % 5 == 2) { /* row strides and offsets: still the fast path */
+            lay.grad_stride = hidden + 1 + (int64_t)(naive_rand(&rng) % 7);
+            lay.grad_offset = (int64_t)(naive_rand(&rng) % 5);
+            lay.out_stride = hidden + (int64_t)(naive_rand(&rng) % 3);
+            lay.out_offset = (int64_t)(naive_rand(&rng) % 5);
+        }
+        int threads = 1 + number % 3;
+        check_case(number, dtype, tokens, top_k, hidden, rows, lay, threads);
+    }
+}
+
+static void test_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    layout lay = {0};
+    for (int d = 0; d < 3; d++) {
+        if (selected(1000 + d))
+            check_case(1000 + d, dtypes[d], 41, 1, 77, 41, lay, 2);
+        if (selected(1010 + d))
+            check_case(1010 + d, dtypes[d], 3, 512, 67, 1536, lay, 2);
+        if (selected(1020 + d))
+            check_case(1020 + d, dtypes[d], 2, 512, 35, 700, lay, 1);
+    }
+}
+
+static void test_strided_columns_fall_back_and_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int d = 0; d < 3; d++) {
+        layout grad_strided = {.grad_cstride = 2, .grad_offset = 1};
+        layout out_strided = {.out_cstride = 3, .out_offset = 2};
+        if (selected(1100 + d))
+            check_case(1100 + d, dtypes[d], 9, 4, 45, 36, grad_strided, 2);
+        if (selected(1110 + d))
+            check_case(1110 + d, dtypes[d], 9, 4, 45, 30, out_strided, 2);
+    }
+}
+
+/* Fewer tokens than threads make the fast path split columns into blocks;
+ * a large output makes it stream (non-temporal stores, aligned or not);
+ * enough work (tens of MiB) gives it more than one thread. */
+static void test_column_blocks_and_streamed_output_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    layout lay = {0};
+    layout shifted = {.out_offset = 1};
+    for (int d = 0; d < 3; d++) {
+        if (selected(1200 + d))
+            check_case(1200 + d, dtypes[d], 1, 3, 5000, 3, lay, 2);
+        if (selected(1210 + d))
+            check_case(1210 + d, dtypes[d], 5, 2, 4133, 9, lay, 2);
+    }
+    /* 16 MiB of float32 output, 8 MiB of bf16 at an odd offset, 8 MiB of
+     * float16 at a 16-byte offset: 16- and 32-byte aligned streams and
+     * unaligned stores */
+    if (selected(1220))
+        check_case(1220, MOEPERM_FLOAT, 1024, 2, 4096, 2048, lay, 2);
+    if (selected(1221))
+        check_case(1221, MOEPERM_BF16, 1024, 2, 4097, 2000, shifted, 2);
+    layout sixteen_bytes = {.out_offset = 8};
+    if (selected(1222))
+        check_case(1222, MOEPERM_FLOAT16, 1024, 2, 4096, 2048, sixteen_bytes, 2);
+    /* two tokens of a million columns: enough work for two threads, split
+     * into column blocks */
+    if (selected(1223))
+        check_case(1223, MOEPERM_BF16, 2, 8, (1 << 20) + 3, 15, lay, 2);
+}
+
+/* A prob of dtype for the unpermute cases: +0 and -0 often (the slot is
+ * then left out), else draw()'s values, which hold NaNs of both kinds and
+ * signs, infinities, subnormals and values near overflow; a float32 one is
+ * sometimes tiny, to make subnormal products of ordinary values. */
+static uint32_t draw_prob(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    unsigned pick = (unsigned)(r % 16);
+    uint32_t bits = (uint32_t)(r >> 32);
+    uint32_t sign = dtype == MOEPERM_FLOAT ? 0x80000000u : 0x8000u;
+    if (pick < 2)
+        return 0;
+    if (pick < 3)
+        return sign;
+    if (pick < 4 && dtype == MOEPERM_FLOAT)
+        return (bits & 0x807fffffu) | 0x0c000000u; /* about 2^-103 */
+    return draw(rng, dtype);
+}
+
+/* A token value for the NaN-heavy cases: half of them NaNs of assorted
+ * payloads, quiet and signalling, so that products of a NaN token value
+ * and a NaN prob are common. */
+static uint32_t draw_nan(uint64_t *rng, moeperm_dtype dtype)
+{
+    uint64_t r = naive_rand(rng);
+    uint32_t bits = (uint32_t)(r >> 32);
+    if (r % 2)
+        return draw(rng, dtype);
+    if (dtype == MOEPERM_FLOAT)
+        return (bits & 0x807fffffu) | 0x7f800001u;
+    return dtype == MOEPERM_BF16 ? (uint16_t)((bits & 0x807fu) | 0x7f81u)
+                                 : (uint16_t)((bits & 0x83ffu) | 0x7c01u);
+}
+
+static void put(char *buffer, int64_t i, size_t es, uint32_t v)
+{
+    if (es == 4)
+        memcpy(buffer + i * 4, &v, 4);
+    else
+        ((uint16_t *)(void *)buffer)[i] = (uint16_t)v;
+}
+
+/* The layout of an unpermute case: permuted_tokens (grad_*) and out as in
+ * check_case(), and probs [tokens, top_k] row-major or transposed
+ * (probs_transposed: column stride tokens), after probs_offset elements. */
+typedef struct unpermute_layout {
+    layout rows;
+    bool probs_transposed;
+    int64_t probs_offset;
+} unpermute_layout;
+
+/* Compares out's whole buffer (what lies between and around the rows too). */
+static void expect_same_buffer(int number, const char *what, const char *want, const char *got,
+                               int64_t elems, size_t es)
+{
+    for (int64_t i = 0; i < elems; i++) {
+        uint32_t w = 0, v = 0;
+        memcpy(&w, want + i * (int64_t)es, es);
+        memcpy(&v, got + i * (int64_t)es, es);
+        if (w != v)
+            fail_msg("case %d, %s: element %lld of out's buffer: portable 0x%x, fast 0x%x",
+                     number, what, (long long)i, w, v);
+    }
+}
+
+/* One MoeTokenUnpermute case: the portable loop on one thread gives the
+ * expected bits; each x86 path this CPU has must give the same, called
+ * directly (unit column strides only) and through moeperm_unpermute_run()
+ * with that path chosen, on `threads` threads. */
+static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype probs_dtype,
+                                 int64_t tokens, int64_t top_k, int64_t hidden, int64_t rows,
+                                 unpermute_layout ul, int threads, bool nan_heavy)
+{
+    uint64_t rng = (uint64_t)number;
+    size_t es = naive_size(dtype), ps = naive_size(probs_dtype);
+    int64_t count = tokens * top_k;
+    layout lay = ul.rows;
+    if (lay.grad_cstride == 0)
+        lay.grad_cstride = 1;
+    if (lay.out_cstride == 0)
+        lay.out_cstride = 1;
+    if (lay.grad_stride < hidden * lay.grad_cstride)
+        lay.grad_stride = hidden * lay.grad_cstride;
+    if (lay.out_stride < hidden * lay.out_cstride)
+        lay.out_stride = hidden * lay.out_cstride;
+    int64_t x_elems = lay.grad_offset + rows * lay.grad_stride + 1;
+    int64_t out_elems = lay.out_offset + tokens * lay.out_stride + 1;
+    int64_t p_elems = ul.probs_offset + count + 1;
+    char *x = malloc((size_t)x_elems * es), *probs = malloc((size_t)p_elems * ps);
+    int32_t *indices = malloc((size_t)(count + 1) * sizeof *indices);
+    char *want = malloc((size_t)out_elems * es), *got = malloc((size_t)out_elems * es);
+    assert_non_null(x);
+    assert_non_null(probs);
+    assert_non_null(indices);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int64_t i = 0; i < x_elems; i++)
+        put(x, i, es, nan_heavy ? draw_nan(&rng, dtype) : draw(&rng, dtype));
+    for (int64_t i = 0; i < p_elems; i++)
+        put(probs, i, ps, nan_heavy ? draw_nan(&rng, probs_dtype) : draw_prob(&rng, probs_dtype));
+    naive_permutation(&rng, indices, count);
+    memset(want, 0x5a, (size_t)out_elems * es);
+
+    int64_t xdims[2] = {rows, hidden}, xstrides[2] = {lay.grad_stride, lay.grad_cstride};
+    int64_t idims[1] = {count};
+    int64_t pdims[2] = {tokens, top_k};
+    int64_t pstrides[2] = {ul.probs_transposed ? 1 : top_k, ul.probs_transposed ? tokens : 1};
+    int64_t odims[2] = {tokens, hidden}, ostrides[2] = {lay.out_stride, lay.out_cstride};
+    moeperm_tensor *tx = moeperm_tensor_create(xdims, 2, dtype, xstrides, lay.grad_offset, x);
+    moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+    moeperm_tensor *tp =
+        moeperm_tensor_create(pdims, 2, probs_dtype, pstrides, ul.probs_offset, probs);
+    moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
+    assert_non_null(tx);
+    assert_non_null(ti);
+    assert_non_null(tp);
+    assert_non_null(to);
+    struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
+    plan.unpermute.permuted_tokens = *tx;
+    plan.unpermute.sorted_indices = *ti;
+    plan.unpermute.probs = *tp;
+    plan.unpermute.out = *to;
+    plan.unpermute.top_k = top_k;
+    plan.unpermute.has_probs = true;
+    moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+    moeperm_unpermute_run(&plan, 1);
+    plan.unpermute.out.data = got;
+    bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
+    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
+                                                 MOEPERM_PATH_X86_AVX512};
+    char what[160];
+    for (int p = 0; p < 2; p++) {
+        if (!sets[p].available())
+            continue;
+        snprintf(what, sizeof what,
+                 "tokens %s, probs %s, T=%lld K=%lld H=%lld R=%lld, %s, %d threads",
+                 moeperm_dtype_name(dtype), moeperm_dtype_name(probs_dtype), (long long)tokens,
+                 (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
+        if (unit_columns) {
+            memset(got, 0x5a, (size_t)out_elems * es);
+            moeperm_x86_run_unpermute(&plan, threads, p == 1);
+            expect_same_buffer(number, what, want, got, out_elems, es);
+        }
+        memset(got, 0x5a, (size_t)out_elems * es);
+        moeperm_kernel_choose_path(paths[p]);
+        moeperm_unpermute_run(&plan, threads);
+        expect_same_buffer(number, what, want, got, out_elems, es);
+    }
+    moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+    moeperm_tensor_destroy(tx);
+    moeperm_tensor_destroy(ti);
+    moeperm_tensor_destroy(tp);
+    moeperm_tensor_destroy(to);
+    free(x);
+    free(probs);
+    free(indices);
+    free(want);
+    free(got);
+}
+
+static void test_unpermute_random_cases_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 2000; number < 2540; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 7919u + 3;
+        int pair = number % 9;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 10);
+        /* tails: every hidden size from 1 to 150, then some larger ones */
+        int64_t hidden = number < 2450 ? 1 + (number - 2000) / 3
+                                       : 1 + (int64_t)(naive_rand(&rng) % 700);
+        int64_t count = tokens * top_k;
+        /* a third of the cases drop slots, slot 0 among them */
+        int64_t rows = number % 3 == 1 ? (int64_t)(naive_rand(&rng) % (uint64_t)(count + 1))
+                                       : count;
+        unpermute_layout ul = {{0}, false, 0};
+        if (number % 5 == 2) { /* row strides and offsets: still the fast path */
+            ul.rows.grad_stride = hidden + 1 + (int64_t)(naive_rand(&rng) % 7);
+            ul.rows.grad_offset = (int64_t)(naive_rand(&rng) % 5);
+            ul.rows.out_stride = hidden + (int64_t)(naive_rand(&rng) % 3);
+            ul.rows.out_offset = (int64_t)(naive_rand(&rng) % 5);
+        }
+        if (number % 4 == 3) { /* probs transposed and offset: still the fast path */
+            ul.probs_transposed = true;
+            ul.probs_offset = 1 + (int64_t)(naive_rand(&rng) % 3);
+        }
+        check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], tokens, top_k, hidden,
+                             rows, ul, 1 + number % 3, number % 7 == 0);
+    }
+}
+
+/* Products of two NaNs decide by operand order: half the token values and
+ * half the probs are NaNs of different payloads, every dtype pair, tails of
+ * both widths. */
+static void test_unpermute_nan_products_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    for (int pair = 0; pair < 9; pair++) {
+        if (selected(2600 + pair))
+            check_unpermute_case(2600 + pair, dtypes[pair / 3], dtypes[pair % 3], 12, 6, 77, 72,
+                                 ul, 2, true);
+        if (selected(2610 + pair))
+            check_unpermute_case(2610 + pair, dtypes[pair / 3], dtypes[pair % 3], 7, 3, 37, 19,
+                                 ul, 1, true);
+    }
+}
+
+static void test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        if (selected(2700 + pair))
+            check_unpermute_case(2700 + pair, d, q, 41, 1, 77, 41, ul, 2, false);
+        if (selected(2710 + pair))
+            check_unpermute_case(2710 + pair, d, q, 3, 512, 67, 1536, ul, 2, false);
+        if (selected(2720 + pair))
+            check_unpermute_case(2720 + pair, d, q, 2, 512, 35, 700, ul, 1, false);
+    }
+}
+
+static void test_unpermute_strided_columns_fall_back_and_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        unpermute_layout rows_strided = {{.grad_cstride = 2, .grad_offset = 1}, true, 2};
+        unpermute_layout out_strided = {{.out_cstride = 3, .out_offset = 2}, false, 0};
+        if (selected(2800 + pair))
+            check_unpermute_case(2800 + pair, d, q, 9, 4, 45, 36, rows_strided, 2, false);
+        if (selected(2810 + pair))
+            check_unpermute_case(2810 + pair, d, q, 9, 4, 45, 30, out_strided, 2, false);
+    }
+}
+
+/* Column blocks (fewer tokens than four per thread), streamed output
+ * (aligned and not), and enough work for two threads. */
+static void test_unpermute_column_blocks_and_streamed_output_match_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    unpermute_layout ul = {{0}, false, 0};
+    unpermute_layout shifted = {{.out_offset = 1}, false, 0};
+    unpermute_layout sixteen_bytes = {{.out_offset = 8}, true, 1};
+    for (int pair = 0; pair < 9; pair++) {
+        moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
+        if (selected(2900 + pair))
+            check_unpermute_case(2900 + pair, d, q, 1, 3, 5000, 3, ul, 2, false);
+        if (selected(2910 + pair))
+            check_unpermute_case(2910 + pair, d, q, 5, 2, 4133, 9, ul, 2, false);
+    }
+    if (selected(2920))
+        check_unpermute_case(2920, MOEPERM_FLOAT, MOEPERM_BF16, 1024, 2, 4096, 2048, ul, 2,
+                             false);
+    if (selected(2921))
+        check_unpermute_case(2921, MOEPERM_BF16, MOEPERM_FLOAT, 1024, 2, 4097, 2000, shifted, 2,
+                             false);
+    if (selected(2922))
+        check_unpermute_case(2922, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 1024, 2, 4096, 2048,
+                             sixteen_bytes, 2, false);
+    if (selected(2923))
+        check_unpermute_case(2923, MOEPERM_BF16, MOEPERM_BF16, 2, 8, (1 << 20) + 3, 15, ul, 2,
+                             false);
+}
+
+/* Where a row ends inside a masked pair (AVX-512), the lanes past the end
+ * multiply +0.0 by +0.0, not by the prob: infinite probs times ordinary
+ * values raise no invalid-operation flag, on any path, as in the portable
+ * loop (the run adds the flags it raised to the caller's). */
+static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    enum { T = 3, K = 2, H = 45 };
+    static const uint32_t one[3] = {0x3f800000u, 0x3c00u, 0x3f80u};
+    float probs[T * K];
+    int32_t indices[T * K];
+    uint32_t x[T * K * H], out[T * H];
+    for (int i = 0; i < T * K; i++) {
+        probs[i] = fp_from_bits(0x7f800000u);
+        indices[i] = i;
+    }
+    for (int d = 0; d < 3; d++) {
+        size_t es = naive_size(dtypes[d]);
+        for (int i = 0; i < T * K * H; i++)
+            put((char *)x, i, es, one[d]);
+        for (int64_t h = 1; h <= H; h += 22) { /* a masked pair of 1 and of 23 columns */
+            int64_t xdims[2] = {T * K, h}, idims[1] = {T * K}, pdims[2] = {T, K},
+                    odims[2] = {T, h};
+            moeperm_tensor *tx = moeperm_tensor_create(xdims, 2, dtypes[d], NULL, 0, x);
+            moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
+            moeperm_tensor *tp = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
+            moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtypes[d], NULL, 0, out);
+            assert_non_null(tx);
+            assert_non_null(ti);
+            assert_non_null(tp);
+            assert_non_null(to);
+            struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
+            plan.unpermute.permuted_tokens = *tx;
+            plan.unpermute.sorted_indices = *ti;
+            plan.unpermute.probs = *tp;
+            plan.unpermute.out = *to;
+            plan.unpermute.top_k = K;
+            plan.unpermute.has_probs = true;
+            moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+            feclearexcept(FE_ALL_EXCEPT);
+            moeperm_unpermute_run(&plan, 1);
+            if (fetestexcept(FE_INVALID))
+                fail_msg("%s, H=%lld: the portable loop raised invalid",
+                         moeperm_dtype_name(dtypes[d]), (long long)h);
+            moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+            for (int set = 0; set < 2; set++) {
+                if (!sets[set].available())
+                    continue;
+                feclearexcept(FE_ALL_EXCEPT);
+                moeperm_x86_run_unpermute(&plan, 1, set == 1);
+                if (fetestexcept(FE_INVALID))
+                    fail_msg("%s, H=%lld, %s: invalid raised", moeperm_dtype_name(dtypes[d]),
+                             (long long)h, sets[set].name);
+            }
+            feclearexcept(FE_ALL_EXCEPT);
+            moeperm_tensor_destroy(tx);
+            moeperm_tensor_destroy(ti);
+            moeperm_tensor_destroy(tp);
+            moeperm_tensor_destroy(to);
+        }
+    }
+}
+
+#endif
+
+/* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
+ * (tests/meson.build runs this test alone once more with it set). */
+static void test_force_portable_env_picks_the_portable_path(void **state)
+{
+    (void)state;
+    const char *force = getenv("MOEPERM_FORCE_PORTABLE");
+    moeperm_kernel_path best = moeperm_kernel_best_path();
+    if (force && strcmp(force, "1") == 0)
+        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+#ifdef MOEPERM_HAVE_X86_PATH
+    else if (moeperm_x86_avx512_available())
+        assert_int_equal(best, MOEPERM_PATH_X86_AVX512);
+#endif
+    else if (have_fast_path())
+        assert_int_equal(best, MOEPERM_PATH_X86_AVX2);
+    else
+        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+}
+
+int main(int argc, char **argv)
+{
+    /* `test_fast_paths path-choice` runs the path choice alone. */
+    const struct CMUnitTest path_choice[] = {
+        cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+    };
+    if (argc > 1) {
+        if (argc == 2 && strcmp(argv[1], "path-choice") == 0)
+            return cmocka_run_group_tests(path_choice, NULL, NULL);
+        fprintf(stderr, "usage: test_fast_paths [path-choice]\n");
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {
+#ifdef MOEPERM_HAVE_X86_PATH
+        cmocka_unit_test(test_every_bf16_and_fp16_widening_matches_fp_h),
+        cmocka_unit_test(test_narrowing_edges_and_random_patterns_match_fp_h),
+        cmocka_unit_test(test_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_strided_columns_fall_back_and_match_portable_bits),
+        cmocka_unit_test(test_column_blocks_and_streamed_output_match_portable_bits),
+        cmocka_unit_test(test_unpermute_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_nan_products_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_unpermute_strided_columns_fall_back_and_match_portable_bits),
+        cmocka_unit_test(
+            test_unpermute_column_blocks_and_streamed_output_match_portable_bits),
+        cmocka_unit_test(test_unpermute_infinite_probs_raise_no_invalid_flag),
+#endif
+        cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
