@@ -142,18 +142,37 @@ done
 # sentence naming the path and what it is, and is left as it was.
 # as_user COMMAND...: runs COMMAND as a user other than root: nobody when
 # this runs as root, else the current user; returns 77 where root cannot
-# become nobody.
+# become nobody.  nobody runs a copy of the tool: the build tree may sit
+# below a directory only root can enter (a home directory, a mktemp -d
+# directory), so user_tool() copies the tool and the libraries it loads
+# from the build tree into $work/tool, which anyone can reach.
+user_tool() {
+    local build lib
+    build=$(cd "$(dirname "$moeperm")/.." && pwd) || return 1
+    mkdir -p "$work/tool" && cp "$moeperm" "$work/tool/moeperm" || return 1
+    for lib in $(ldd "$moeperm" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'); do
+        case $lib in "$build"/*) cp "$lib" "$work/tool/" || return 1 ;; esac
+    done
+    chmod 755 "$work" "$work/tool" && chmod a+rX "$work/tool"/*
+}
 as_user() {
     if [ "$(id -u)" -ne 0 ]; then
         "$@"
     elif command -v setpriv >/dev/null; then
-        setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+        [ "$1" = "$moeperm" ] && { shift; set -- "$work/tool/moeperm" "$@"; }
+        LD_LIBRARY_PATH=$work/tool setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
     else
         return 77
     fi
 }
 can_drop=1
-as_user true || { can_drop=0; echo "note: cannot run as another user than root: skipping the checks that need one"; }
+if [ "$(id -u)" -eq 0 ] && ! user_tool; then
+    can_drop=0
+    echo "note: cannot copy the tool where another user can run it: skipping the checks that need one"
+elif ! as_user true || ! as_user "$moeperm" version >/dev/null; then
+    can_drop=0
+    echo "note: cannot run the tool as another user than root: skipping the checks that need one"
+fi
 # refused_target WHAT SAYS PATH [as_user]: run --out, check --junit,
 # check --json and compare --json refuse PATH, saying SAYS, and PATH's
 # kind and bytes stay what they were.
