@@ -1,7 +1,8 @@
 /*
  * cmd_golden.c - `moeperm golden`: writes the built-in suites (one
- * directory per suite, one per case) or one custom case.  Existing cases
- * are replaced only with --force, each case appears atomically, and every
+ * directory per suite, one per case; the default ones with README.md, the
+ * listing of their cases) or one custom case.  Existing cases are
+ * replaced only with --force, each case appears atomically, and every
  * manifest records the command that regenerates it (the library's),
  * relative to the case directory so it stays true wherever the corpus
  * lives.
@@ -24,8 +25,9 @@ static void usage(FILE *to)
             "       moeperm golden --out DIR [--op OP] --tokens T --top-k K --hidden H\n"
             "              --dtype D [options of a custom case]\n"
             "\n"
-            "Writes the built-in suites (default: every default suite, see --list), or one\n"
-            "custom case, each as a case directory below DIR.\n"
+            "Writes the built-in suites (default: every default suite, see --list, and\n"
+            "DIR/README.md, the list of their cases), or one custom case, each as a case\n"
+            "directory below DIR.\n"
             "  --suite NAME ...   suites to write; takes one or more names (--suite a b)\n"
             "                     and may be repeated (--suite a --suite b)\n"
             "  --seed N           base seed (default %d)\n"
@@ -101,7 +103,10 @@ static void free_jobs(job *jobs, size_t n)
     free(jobs);
 }
 
-static int write_jobs(job *jobs, size_t n, bool force)
+/* Writes the cases of jobs, then (when readme_path is not NULL) readme
+ * as the listing beside them. */
+static int write_jobs(job *jobs, size_t n, const char *readme_path, const char *readme,
+                      bool force)
 {
     /* Refuse before any work when a target exists: half a corpus written
      * and half refused is worse than nothing written. */
@@ -112,6 +117,8 @@ static int write_jobs(job *jobs, size_t n, bool force)
         for (size_t i = 0; i < n; i++)
             if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
                 first = jobs[i].path;
+        if (readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
+            first = readme_path;
         if (existing) {
             if (existing == 1)
                 fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
@@ -149,6 +156,11 @@ static int write_jobs(job *jobs, size_t n, bool force)
     }
     if (shown)
         fputc('\n', stderr);
+    if (readme_path &&
+        moeperm_golden_write_file_atomic(readme_path, readme, strlen(readme), err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm golden: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     return EXIT_OK;
 }
 
@@ -365,6 +377,10 @@ int cmd_golden(int argc, char **argv)
     job *jobs = NULL;
     size_t n = 0;
     char err[1024];
+    /* The default suites, and only they, come with the listing of their
+     * cases: a run of chosen suites into the same directory would list
+     * only those. */
+    char *readme_path = NULL, *readme = NULL;
     if (one_off) {
         const char *missing = tokens < 0 ? "--tokens" : top_k < 0 ? "--top-k"
                               : hidden < 0 ? "--hidden" : !have_dtype ? "--dtype" : NULL;
@@ -416,6 +432,9 @@ int cmd_golden(int argc, char **argv)
         if (!jobs[0].path || !jobs[0].command)
             goto oom;
     } else {
+        if (suite_count == 0 && (!(readme_path = cli_format("%s/README.md", out)) ||
+                                 !(readme = moeperm_golden_corpus_readme(seed))))
+            goto oom;
         size_t all_count;
         const moeperm_golden_suite *all = moeperm_golden_suites(&all_count);
         for (size_t s = 0; s < all_count; s++) {
@@ -447,13 +466,17 @@ int cmd_golden(int argc, char **argv)
             free(specs);
         }
     }
-    int rc = write_jobs(jobs, n, force);
+    int rc = write_jobs(jobs, n, readme_path, readme, force);
     if (rc == EXIT_OK)
         printf("moeperm golden: wrote %zu case%s under %s\n", n, n == 1 ? "" : "s", out);
     free_jobs(jobs, n);
+    free(readme_path);
+    free(readme);
     return rc;
 oom:
     fprintf(stderr, "moeperm golden: out of memory\n");
     free_jobs(jobs, n);
+    free(readme_path);
+    free(readme);
     return EXIT_BACKEND;
 }

@@ -441,6 +441,18 @@ int moeperm_golden_suite_specs(const moeperm_golden_suite *suite, uint64_t seed,
  * directory.  Malloc'd (free()); NULL when memory runs out. */
 char *moeperm_golden_suite_command(const moeperm_golden_suite *suite, uint64_t seed);
 
+/*
+ * moeperm_golden_corpus_readme() returns the README.md that `moeperm
+ * golden` writes beside the default suites it writes with seed (the
+ * repository's golden/README.md): how the corpus is made, checked and
+ * regenerated, and every case of every default suite, one line each with
+ * its sizes and its description, the suites in their fixed order and the
+ * cases in byte order of their names.  Made from the suites' specs, so it
+ * lists exactly what is written.  Malloc'd (free()); NULL when memory runs
+ * out.  Thread safe.
+ */
+char *moeperm_golden_corpus_readme(uint64_t seed);
+
 /* The seed `moeperm golden` uses without --seed. */
 #define MOEPERM_GOLDEN_DEFAULT_SEED 1
 

@@ -1,17 +1,13 @@
 #!/usr/bin/env python3
-"""golden-list - prints every case of a golden corpus as the Markdown list
-that docs/golden-format.md carries ("Every case of the committed corpus"):
-one heading per suite directory, one line per case with its sizes and its
-description, read from the manifests alone (formats 1 and 2).
+"""golden/README.md lists every case of the corpus as its manifest
+describes it: one heading per suite directory, in the order of
+`moeperm golden --list`, and one line per case, in byte order of the
+names, with the sizes read from the manifest's shapes and attributes
+(formats 1 and 2) and its description.  The listing is made by the tool
+from the suites' specs; this rebuilds it from the files alone, so a
+listing that drifts from what the corpus holds fails here.
 
-usage: scripts/golden-list [--questions] GOLDEN_DIR [MOEPERM]
-
-With MOEPERM (the built tool), suites come in the order of
-`moeperm golden --list`; without it, in byte order.  Cases are in byte
-order of their names.  --questions prints instead the table of
-MoeTokenUnpermuteGrad cases and the question a mismatch answers (the
-sentence of the description that starts "A mismatch").  Plain Python, no
-numpy.
+usage: readme_lists_corpus.py GOLDEN_DIR MOEPERM
 """
 import json
 import os
@@ -22,8 +18,6 @@ import sys
 def suite_order(golden, moeperm):
     suites = sorted(d for d in os.listdir(golden)
                     if os.path.isdir(os.path.join(golden, d)) and not d.startswith("."))
-    if not moeperm:
-        return suites
     listed = subprocess.run([moeperm, "golden", "--list"], check=True, capture_output=True,
                             text=True).stdout.split("\n")
     order = [line.split()[0] for line in listed if line.strip()]
@@ -82,26 +76,26 @@ def cases(golden, suite):
 
 
 def main():
-    args = sys.argv[1:]
-    questions = bool(args) and args[0] == "--questions"
-    if questions:
-        args = args[1:]
-    if len(args) not in (1, 2):
+    if len(sys.argv) != 3:
         sys.exit(__doc__.strip().split("\n\n")[1])
-    golden = args[0]
-    moeperm = args[1] if len(args) == 2 else None
-    if questions:
-        print("| suite | case | what a mismatch says |")
-        print("|---|---|---|")
+    golden, moeperm = sys.argv[1], sys.argv[2]
+    want = []
     for suite in suite_order(golden, moeperm):
-        if not questions:
-            print("### %s" % suite)
+        want.append("### %s" % suite)
         for m in cases(golden, suite):
-            if not questions:
-                print("- `%s` (%s): %s" % (m["name"], sizes(m), m["description"]))
-            elif m.get("op") == "MoeTokenUnpermuteGrad":
-                answer = "A mismatch" + m["description"].partition("A mismatch")[2]
-                print("| `%s` | `%s` | %s |" % (suite, m["name"], answer.rstrip(".")))
+            want.append("- `%s` (%s): %s" % (m["name"], sizes(m), m["description"]))
+    with open(os.path.join(golden, "README.md"), encoding="utf-8") as f:
+        got = [line.rstrip("\n") for line in f if line.startswith(("### ", "- `"))]
+    if got != want:
+        for i, (g, w) in enumerate(zip(got + [""] * len(want), want + [""] * len(got))):
+            if g != w:
+                print("FAIL: line %d of the listing is\n  %s\nbut the manifests give\n  %s"
+                      % (i + 1, g or "(nothing)", w or "(nothing)"))
+                break
+        sys.exit(1)
+    print("ok: README.md lists the %d cases of %d suites as their manifests describe them"
+          % (sum(1 for line in want if line.startswith("- ")),
+             sum(1 for line in want if line.startswith("### "))))
 
 
 main()
