@@ -37,21 +37,6 @@ char *cli_format(const char *format, ...)
     return s;
 }
 
-moeperm_op cli_op(const char *name)
-{
-    static const struct {
-        const char *short_name;
-        moeperm_op op;
-    } short_names[] = {{"permute-grad", MOEPERM_OP_PERMUTE_GRAD},
-                       {"permute", MOEPERM_OP_PERMUTE},
-                       {"unpermute", MOEPERM_OP_UNPERMUTE},
-                       {"unpermute-grad", MOEPERM_OP_UNPERMUTE_GRAD}};
-    for (size_t i = 0; i < sizeof short_names / sizeof short_names[0]; i++)
-        if (strcmp(name, short_names[i].short_name) == 0)
-            return short_names[i].op;
-    return moeperm_op_parse(name);
-}
-
 char *cli_dir_of(const char *path)
 {
     /* dirname() may modify its argument and return static storage */

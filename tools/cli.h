@@ -61,11 +61,6 @@ const struct backend_ops *cli_backend(const char *cmd, const char *backend_name,
                                       const char *device_flag,
                                       struct backend_options *options);
 
-/* The operator a user names: the vendor's name ("MoeTokenPermute") or the
- * short one ("permute", "permute-grad", "unpermute", "unpermute-grad");
- * 0 when it is neither. */
-moeperm_op cli_op(const char *name);
-
 /* printf into a malloc'd string; NULL when memory runs out. */
 char *cli_format(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -377,7 +377,7 @@ int cmd_bench(int argc, char **argv)
             if (strcmp(optarg, "all") == 0) {
                 memcpy(ops, all_ops, sizeof ops);
                 op_count = 4;
-            } else if ((ops[0] = cli_op(optarg)) != 0) {
+            } else if ((ops[0] = moeperm_golden_op_parse(optarg)) != 0) {
                 op_count = 1;
             } else {
                 ok = false;

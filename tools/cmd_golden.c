@@ -1,9 +1,11 @@
 /*
  * cmd_golden.c - `moeperm golden`: writes the built-in suites (one
- * directory per suite, one per case) or one custom case.  Existing cases
- * are replaced only with --force, each case appears atomically, and every
- * manifest records the command that regenerates it, relative to the case
- * directory so it stays true wherever the corpus lives.
+ * directory per suite, one per case; the default ones with README.md, the
+ * listing of their cases) or one custom case.  Existing cases are
+ * replaced only with --force, each case appears atomically, and every
+ * manifest records the command that regenerates it (the library's),
+ * relative to the case directory so it stays true wherever the corpus
+ * lives.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -23,8 +25,9 @@ static void usage(FILE *to)
             "       moeperm golden --out DIR [--op OP] --tokens T --top-k K --hidden H\n"
             "              --dtype D [options of a custom case]\n"
             "\n"
-            "Writes the built-in suites (default: every default suite, see --list), or one\n"
-            "custom case, each as a case directory below DIR.\n"
+            "Writes the built-in suites (default: every default suite, see --list, and\n"
+            "DIR/README.md, the list of their cases), or one custom case, each as a case\n"
+            "directory below DIR.\n"
             "  --suite NAME ...   suites to write; takes one or more names (--suite a b)\n"
             "                     and may be repeated (--suite a --suite b)\n"
             "  --seed N           base seed (default %d)\n"
@@ -67,77 +70,6 @@ static void list_suites(void)
                suites[i].in_default ? "" : " [not in the default set]");
 }
 
-/* text as one word of a POSIX shell command (malloc'd, NULL when memory
- * runs out): as it is when every character is safe, else in single quotes
- * with each ' written '\''.  The recorded command is meant to be pasted into
- * a shell; a name with a space must come back as one argument, and one
- * with quotes, $(...) or a newline must not run anything. */
-static char *shell_quote(const char *text)
-{
-    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                               "0123456789_-+.,:=@%/";
-    if (text[0] && strspn(text, safe) == strlen(text))
-        return cli_format("%s", text);
-    size_t quotes = 0;
-    for (const char *p = text; *p; p++)
-        quotes += *p == '\'';
-    char *out = malloc(strlen(text) + 3 * quotes + 3);
-    if (!out)
-        return NULL;
-    char *o = out;
-    *o++ = '\'';
-    for (const char *p = text; *p; p++) {
-        if (*p == '\'') {
-            memcpy(o, "'\\''", 4);
-            o += 4;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o++ = '\'';
-    *o = '\0';
-    return out;
-}
-
-/* The command that regenerates a custom case, every option spelled out so
- * that it stays true when the defaults change.  The name is quoted by the
- * caller (the one word that comes from the user). */
-static char *custom_command(const moeperm_golden_spec *s, int64_t rows, int64_t experts,
-                            const char *quoted_name)
-{
-    char op[160] = "";
-    switch (s->op) {
-    case MOEPERM_OP_PERMUTE:
-        snprintf(op, sizeof op, " --op %s --num-out-tokens %" PRId64 " --index-dtype %s%s",
-                 moeperm_op_name(s->op), s->num_out_tokens, moeperm_golden_dtype_name(s->index_dtype),
-                 s->sentinels ? " --sentinels" : "");
-        break;
-    case MOEPERM_OP_UNPERMUTE:
-    case MOEPERM_OP_UNPERMUTE_GRAD:
-        if (s->has_probs)
-            snprintf(op, sizeof op, " --op %s --probs-dtype %s --probs-values %s",
-                     moeperm_op_name(s->op), moeperm_golden_dtype_name(s->probs_dtype),
-                     moeperm_golden_values_name(s->probs_values));
-        else
-            snprintf(op, sizeof op, " --op %s --no-probs", moeperm_op_name(s->op));
-        if (s->op == MOEPERM_OP_UNPERMUTE_GRAD && (s->ub_bytes || s->vector_cores)) {
-            size_t used = strlen(op);
-            snprintf(op + used, sizeof op - used, " --ub-bytes %" PRId64 " --vector-cores %" PRId64,
-                     s->ub_bytes ? s->ub_bytes : (int64_t)MOEPERM_CHIP_A2_UB_BYTES,
-                     s->vector_cores ? s->vector_cores : (int64_t)MOEPERM_CHIP_A2_VECTOR_CORES);
-        }
-        break;
-    default:
-        break;
-    }
-    return cli_format("moeperm golden --out ..%s --tokens %" PRId64 " --topk %" PRId64
-                      " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
-                      " --hot %d --values %s --routing %s --seed %" PRIu64 " --name %s --force",
-                      op, s->tokens_num, s->top_k, s->hidden_size, moeperm_golden_dtype_name(s->dtype),
-                      rows, experts, s->hot_percent, moeperm_golden_values_name(s->values),
-                      moeperm_golden_routing_name(s->routing), s->seed, quoted_name);
-}
-
 /* Adds a --suite name; false after a message when it is not a built-in
  * suite or there are too many. */
 static bool add_suite(const char *name, const char **names, size_t *count, size_t max)
@@ -171,7 +103,10 @@ static void free_jobs(job *jobs, size_t n)
     free(jobs);
 }
 
-static int write_jobs(job *jobs, size_t n, bool force)
+/* Writes the cases of jobs, then (when readme_path is not NULL) readme
+ * as the listing beside them. */
+static int write_jobs(job *jobs, size_t n, const char *readme_path, const char *readme,
+                      bool force)
 {
     /* Refuse before any work when a target exists: half a corpus written
      * and half refused is worse than nothing written. */
@@ -182,6 +117,8 @@ static int write_jobs(job *jobs, size_t n, bool force)
         for (size_t i = 0; i < n; i++)
             if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
                 first = jobs[i].path;
+        if (readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
+            first = readme_path;
         if (existing) {
             if (existing == 1)
                 fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
@@ -219,6 +156,11 @@ static int write_jobs(job *jobs, size_t n, bool force)
     }
     if (shown)
         fputc('\n', stderr);
+    if (readme_path &&
+        moeperm_golden_write_file_atomic(readme_path, readme, strlen(readme), err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm golden: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     return EXIT_OK;
 }
 
@@ -314,7 +256,7 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_OP:
-            spec.op = cli_op(optarg);
+            spec.op = moeperm_golden_op_parse(optarg);
             if (!spec.op) {
                 fprintf(stderr, "moeperm golden: --op is \"%s\", expected MoeTokenPermuteGrad, "
                                 "MoeTokenPermute, MoeTokenUnpermute or MoeTokenUnpermuteGrad\n",
@@ -435,6 +377,10 @@ int cmd_golden(int argc, char **argv)
     job *jobs = NULL;
     size_t n = 0;
     char err[1024];
+    /* The default suites, and only they, come with the listing of their
+     * cases: a run of chosen suites into the same directory would list
+     * only those. */
+    char *readme_path = NULL, *readme = NULL;
     if (one_off) {
         const char *missing = tokens < 0 ? "--tokens" : top_k < 0 ? "--top-k"
                               : hidden < 0 ? "--hidden" : !have_dtype ? "--dtype" : NULL;
@@ -473,8 +419,6 @@ int cmd_golden(int argc, char **argv)
             fprintf(stderr, "moeperm golden: %s\n", err);
             return EXIT_BAD_INPUT;
         }
-        int64_t resolved_rows = rows < 0 ? tokens * top_k : rows;
-        int64_t resolved_experts = experts ? experts : (top_k * 2 > 64 ? top_k * 2 : 64);
         snprintf(spec.description, sizeof spec.description,
                  "custom case: %s values, %s routing", moeperm_golden_values_name(spec.values),
                  moeperm_golden_routing_name(spec.routing));
@@ -484,15 +428,13 @@ int cmd_golden(int argc, char **argv)
         n = 1;
         jobs[0].spec = spec;
         jobs[0].path = cli_format("%s/%s", out, spec.name);
-        /* The name is the one word here that comes from the user; the
-         * others are numbers and built-in names, safe as they are. */
-        char *quoted_name = shell_quote(spec.name);
-        if (quoted_name)
-            jobs[0].command = custom_command(&spec, resolved_rows, resolved_experts, quoted_name);
-        free(quoted_name);
+        jobs[0].command = moeperm_golden_spec_command(&spec);
         if (!jobs[0].path || !jobs[0].command)
             goto oom;
     } else {
+        if (suite_count == 0 && (!(readme_path = cli_format("%s/README.md", out)) ||
+                                 !(readme = moeperm_golden_corpus_readme(seed))))
+            goto oom;
         size_t all_count;
         const moeperm_golden_suite *all = moeperm_golden_suites(&all_count);
         for (size_t s = 0; s < all_count; s++) {
@@ -515,9 +457,7 @@ int cmd_golden(int argc, char **argv)
                 job *j = &jobs[n++];
                 j->spec = specs[i];
                 j->path = cli_format("%s/%s/%s", out, all[s].name, specs[i].name);
-                j->command = cli_format(
-                    "moeperm golden --out ../.. --suite %s --seed %" PRIu64 " --force",
-                    all[s].name, seed);
+                j->command = moeperm_golden_suite_command(&all[s], seed);
                 if (!j->path || !j->command) {
                     free(specs);
                     goto oom;
@@ -526,13 +466,17 @@ int cmd_golden(int argc, char **argv)
             free(specs);
         }
     }
-    int rc = write_jobs(jobs, n, force);
+    int rc = write_jobs(jobs, n, readme_path, readme, force);
     if (rc == EXIT_OK)
         printf("moeperm golden: wrote %zu case%s under %s\n", n, n == 1 ? "" : "s", out);
     free_jobs(jobs, n);
+    free(readme_path);
+    free(readme);
     return rc;
 oom:
     fprintf(stderr, "moeperm golden: out of memory\n");
     free_jobs(jobs, n);
+    free(readme_path);
+    free(readme);
     return EXIT_BACKEND;
 }

@@ -174,7 +174,7 @@ int cmd_make_case(int argc, char **argv)
             out = optarg;
             break;
         case O_OP:
-            if (!(c.op = cli_op(optarg))) {
+            if (!(c.op = moeperm_golden_op_parse(optarg))) {
                 fprintf(stderr, "moeperm make-case: --op is \"%s\", expected MoeTokenPermuteGrad, "
                                 "MoeTokenPermute, MoeTokenUnpermute or MoeTokenUnpermuteGrad\n",
                         optarg);

@@ -404,6 +404,18 @@ int moeperm_golden_generate(const moeperm_golden_spec *spec, const char *command
 int moeperm_golden_generate_write(const moeperm_golden_spec *spec, const char *command, const char *path,
                           bool force, char *err, size_t err_len);
 
+/*
+ * moeperm_golden_spec_command() returns the `moeperm golden` command that
+ * regenerates the custom case of spec, as `moeperm golden` and
+ * moeperm.golden.Case.generate() record it in the manifest's "command": to
+ * be run from the case directory (--out ..), every option spelled out with
+ * its documented name (--top-k, --rows, --experts ...) so that it stays
+ * true when the defaults change, and the name quoted as one word of a
+ * POSIX shell.  The command informs; no reader parses it.  Malloc'd
+ * (free()); NULL when memory runs out.  Thread safe.
+ */
+char *moeperm_golden_spec_command(const moeperm_golden_spec *spec);
+
 /* A built-in suite: a named list of specs, each there for a reason. */
 typedef struct moeperm_golden_suite {
     const char *name;
@@ -422,6 +434,24 @@ const moeperm_golden_suite *moeperm_golden_suite_find(const char *name);
  */
 int moeperm_golden_suite_specs(const moeperm_golden_suite *suite, uint64_t seed, moeperm_golden_spec **specs,
                        size_t *count);
+
+/* moeperm_golden_suite_command() returns the command recorded in the
+ * cases of suite written with seed (below DIR/<suite>/<case>): "moeperm
+ * golden --out ../.. --suite NAME --seed N --force", run from the case
+ * directory.  Malloc'd (free()); NULL when memory runs out. */
+char *moeperm_golden_suite_command(const moeperm_golden_suite *suite, uint64_t seed);
+
+/*
+ * moeperm_golden_corpus_readme() returns the README.md that `moeperm
+ * golden` writes beside the default suites it writes with seed (the
+ * repository's golden/README.md): how the corpus is made, checked and
+ * regenerated, and every case of every default suite, one line each with
+ * its sizes and its description, the suites in their fixed order and the
+ * cases in byte order of their names.  Made from the suites' specs, so it
+ * lists exactly what is written.  Malloc'd (free()); NULL when memory runs
+ * out.  Thread safe.
+ */
+char *moeperm_golden_corpus_readme(uint64_t seed);
 
 /* The seed `moeperm golden` uses without --seed. */
 #define MOEPERM_GOLDEN_DEFAULT_SEED 1
@@ -630,14 +660,23 @@ void moeperm_golden_json_report_free(moeperm_golden_json_report *r);
 /* Names                                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* The manifest name of a dtype: "float32", "float16", "bf16", "int8",
- * "int32", "int64", "float64". */
-const char *moeperm_golden_dtype_name(moeperm_dtype dtype);
+/* A manifest names a dtype as moeperm_dtype_name() (moeperm.h) does:
+ * "float32", "float16", "bf16", "int8", "int32", "int64", "float64". */
 
 /* Parses a dtype as a user types it: "float32" or "fp32", "float16" or
- * "fp16", "bf16" or "bfloat16", "int8", "int32", "int64", "float64".
- * Returns false when name is none of them. */
+ * "fp16", "bf16" or "bfloat16", "int8", "int32", "int64", "float64"
+ * ("fp64").  Returns false when name is none of them. */
 bool moeperm_golden_dtype_parse(const char *name, moeperm_dtype *dtype);
+
+/* The short name the command line and the Python package take for op:
+ * "permute-grad", "permute", "unpermute", "unpermute-grad"; NULL for a
+ * value that is not an operator of the family.  Static; thread safe. */
+const char *moeperm_golden_op_short_name(moeperm_op op);
+
+/* The operator name names: its short name, or its vendor name as
+ * moeperm_op_parse() takes it ("MoeTokenPermuteGrad"); 0 when it is
+ * neither.  Thread safe. */
+moeperm_op moeperm_golden_op_parse(const char *name);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -113,7 +113,8 @@ _PROTOTYPES = {
     "moeperm_golden_routing_names": (c_char_p, []),
     "moeperm_golden_values_names": (c_char_p, []),
     "moeperm_golden_dtype_parse": (c_bool, [c_char_p, POINTER(c_int)]),
-    "moeperm_golden_dtype_name": (c_char_p, [c_int]),
+    "moeperm_golden_op_parse": (c_int, [c_char_p]),
+    "moeperm_golden_spec_command": (c_void_p, [POINTER(Spec)]),
     "moeperm_golden_judge": (c_int, [_CASE_P, POINTER(c_void_p), POINTER(JudgeOptions),
                              POINTER(c_void_p), c_char_p, c_size_t]),
     "moeperm_golden_judgement_free": (None, [c_void_p]),
@@ -229,7 +230,7 @@ def slots(op):
 
 
 def dtype_name(code):
-    return function("moeperm_golden_dtype_name")(code).decode()
+    return _capi.function("moeperm_dtype_name")(code).decode()
 
 
 def dtype_parse(text):
@@ -245,9 +246,11 @@ def op_name(op):
 
 
 def op_parse(text):
-    return _capi.function("moeperm_op_parse")(text.encode())
+    """The operator code of a vendor name ("MoeTokenPermute") or a short
+    name ("permute"), as the tool takes them; 0 for neither."""
+    return function("moeperm_golden_op_parse")(text.encode())
 
 
 _capi._PROTOTYPES["moeperm_op_name"] = (c_char_p, [c_int])
-_capi._PROTOTYPES["moeperm_op_parse"] = (c_int, [c_char_p])
+_capi._PROTOTYPES["moeperm_dtype_name"] = (c_char_p, [c_int])
 _capi._PROTOTYPES["moeperm_dtype_size"] = (c_size_t, [c_int])

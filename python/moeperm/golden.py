@@ -40,8 +40,6 @@ library_path = _g.library_path
 
 OPERATORS = ("MoeTokenPermuteGrad", "MoeTokenPermute", "MoeTokenUnpermute",
              "MoeTokenUnpermuteGrad")
-_SHORT_NAMES = {"permute-grad": "MoeTokenPermuteGrad", "permute": "MoeTokenPermute",
-                "unpermute": "MoeTokenUnpermute", "unpermute-grad": "MoeTokenUnpermuteGrad"}
 _FUNCTIONS = {"MoeTokenPermuteGrad": _ops.moe_token_permute_grad,
               "MoeTokenPermute": _ops.moe_token_permute,
               "MoeTokenUnpermute": _ops.moe_token_unpermute,
@@ -78,8 +76,7 @@ def _op_code(op, argument="op"):
     if not isinstance(op, str):
         raise TypeError("%s is a %s; it must be an operator name such as "
                         "\"MoeTokenPermute\"" % (argument, type(op).__name__))
-    name = _SHORT_NAMES.get(op, op)
-    code = _g.op_parse(name)
+    code = _g.op_parse(op)
     if not code:
         raise ValueError("%s is \"%s\", expected MoeTokenPermuteGrad, MoeTokenPermute, "
                          "MoeTokenUnpermute or MoeTokenUnpermuteGrad (or permute-grad, "
@@ -392,12 +389,12 @@ class Case:
         err = _g.err_buffer()
         if _g.function("moeperm_golden_spec_check")(ctypes.byref(spec), err, _g.ERR_LEN) != 0:
             raise CaseError(err.value.decode("utf-8", "replace"))
-        resolved_rows = tokens * top_k if rows < 0 else rows
-        resolved_experts = experts if experts else max(top_k * 2, 64)
         spec.description = ("custom case: %s values, %s routing"
                             % (_kind_name("values", spec.values),
                                _kind_name("routing", spec.routing))).encode()
-        command = _custom_command(spec, resolved_rows, resolved_experts)
+        command = _g.take_string(_g.function("moeperm_golden_spec_command")(ctypes.byref(spec)))
+        if command is None:
+            raise MemoryError("out of memory for the command of %s" % spec.name.decode())
         c = _g.Case()
         if _g.function("moeperm_golden_generate")(ctypes.byref(spec), command.encode(), ctypes.byref(c),
                                           err, _g.ERR_LEN) != 0:
@@ -520,41 +517,6 @@ def _kind(value, name, table):
 
 def _kind_name(table, code):
     return _g.function("moeperm_golden_%s_name" % table)(code).decode()
-
-
-_SHELL_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+.,:=@%/")
-
-
-def _shell_quote(text):
-    """One word of a POSIX shell command, as the tool quotes a case name."""
-    if text and all(ch in _SHELL_SAFE for ch in text):
-        return text
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-def _custom_command(s, rows, experts):
-    """The command the tool records for a custom case (every option spelled
-    out), so that a case made here and the tool's are the same bytes."""
-    op = ""
-    name = _g.op_name(s.op)
-    if s.op == _g.OP_PERMUTE:
-        op = " --op %s --num-out-tokens %d --index-dtype %s%s" % (
-            name, s.num_out_tokens, _g.dtype_name(s.index_dtype),
-            " --sentinels" if s.sentinels else "")
-    elif s.op in (_g.OP_UNPERMUTE, _g.OP_UNPERMUTE_GRAD):
-        if s.has_probs:
-            op = " --op %s --probs-dtype %s --probs-values %s" % (
-                name, _g.dtype_name(s.probs_dtype), _kind_name("values", s.probs_values))
-        else:
-            op = " --op %s --no-probs" % name
-        if s.op == _g.OP_UNPERMUTE_GRAD and (s.ub_bytes or s.vector_cores):
-            op += " --ub-bytes %d --vector-cores %d" % (
-                s.ub_bytes or _ops.CHIP_A2.ub_bytes, s.vector_cores or _ops.CHIP_A2.vector_cores)
-    return ("moeperm golden --out ..%s --tokens %d --topk %d --hidden %d --dtype %s --rows %d "
-            "--experts %d --hot %d --values %s --routing %s --seed %d --name %s --force"
-            % (op, s.tokens_num, s.top_k, s.hidden_size, _g.dtype_name(s.dtype), rows, experts,
-               s.hot_percent, _kind_name("values", s.values), _kind_name("routing", s.routing),
-               s.seed, _shell_quote(s.name.decode())))
 
 
 def _check_attrs(op, attrs):

@@ -32,7 +32,8 @@
 #include "naive.h"
 #include "naive_family.h"
 #include "naive_unpermute_grad.h"
-#include "golden/fileio.h"
+#include "golden/case/ops.h"
+#include "golden/common/sha256.h"
 
 #define CHECK(cond, ...)                                                                     \
     do {                                                                                     \

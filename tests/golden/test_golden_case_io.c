@@ -37,7 +37,9 @@
 
 #include <moeperm/golden.h>
 
-#include "golden/fileio.h"
+#include "golden/case/casedir.h"
+#include "golden/common/fileio.h"
+#include "golden/common/path.h"
 #include "golden_util.h"
 
 static char root[] = "/tmp/moeperm-test-case-io-XXXXXX";

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "golden/diagnose.h"
+#include "golden/judge/diagnose/diagnose.h"
 #include "naive.h"
 
 typedef enum values { NORMAL, NEGZERO, SUBNORMAL, HUGE_VALUES, TIES, WITH_NAN, ORDER } values;

@@ -15,7 +15,6 @@
 #include <cmocka.h>
 
 #include <moeperm/golden.h>
-#include "golden/internal.h"
 
 static moeperm_golden_verdict judge(moeperm_dtype dtype, const void *e, const void *a, int64_t n,
                             bool strict_nan, uint64_t max_ulp)

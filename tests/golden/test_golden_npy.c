@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "golden/npy.h"
+#include "golden/case/npy.h"
 
 static const char *fixtures; /* the directory, from argv[1] */
 

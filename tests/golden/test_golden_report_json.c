@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "golden/report_json.h"
+#include "golden/judge/report_json.h"
 
 enum { T = 16, H = 24 };
 

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "golden/stats.h"
+#include "golden/judge/stats.h"
 #include "naive.h"
 
 static void assert_close(double got, long double want)

@@ -23,8 +23,9 @@
 
 #include <moeperm/golden.h>
 
-#include "golden/fileio.h"
-#include "golden/json_strict.h"
+#include "golden/case/json_strict.h"
+#include "golden/common/fileio.h"
+#include "golden/common/path.h"
 #include "golden_util.h"
 
 typedef struct form {

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "golden/where.h"
+#include "golden/judge/where.h"
 #include "naive.h"
 
 /* A planted mask: element i differs when mask[i]. */

@@ -100,7 +100,7 @@ if [ "$part" = steps ]; then
 
 # --- a catchable signal at each step of each call site ----------------------
 # A signal ignored when this script started stays ignored in the tool, as
-# nohup needs (fileio.c): then the command must simply succeed.
+# nohup needs (src/golden/common/tempfiles.c): then the command must simply succeed.
 for name in INT TERM HUP QUIT PIPE ALRM USR1 USR2 XCPU VTALRM PROF RTMIN; do
     want=$((128 + $(kill -l "$name")))
     if [ -n "$(trap -p "$name" 2>/dev/null)" ]; then

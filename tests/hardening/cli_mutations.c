@@ -28,10 +28,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "golden/prng.h"
+#include "golden/common/prng.h"
 #include <moeperm/golden.h>
 
-#include "golden/fileio.h"
+#include "golden/common/sha256.h"
 
 /* A good case the mutations start from, and what they need to know of it
  * (from its manifest, read by the library). */

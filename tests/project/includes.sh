@@ -24,6 +24,7 @@ forbid() {
 # libmoeperm: libc, OpenMP and its own files; nothing of golden, backends, tools
 forbid src/x86 'golden|backend|npu|json|nettle' "the kernels include nothing from the layers above"
 for f in "$root"/src/*.c "$root"/src/*.h; do
+    [ -e "$f" ] || continue
     if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](golden|backend|npu|json-c|nettle|moeperm/golden)' "$f"; then
         echo "FAIL $f includes a layer above libmoeperm" >&2
         failures=$((failures + 1))
@@ -34,6 +35,16 @@ forbid src/backend 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.
 forbid src/npu 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.h' "the npu backend knows no golden data and no library internals"
 # golden: libmoeperm's public header only (and its own files)
 forbid src/golden '\.\./internal\.h|kernel\.h|fp\.h|backend|npu' "the golden library uses libmoeperm's public API only"
+# golden's rooms: judge -> case -> common, generate -> case -> common
+forbid src/golden/common 'golden/(case|generate|judge)/' "golden's common helpers know no case, generator or judge"
+forbid src/golden/case 'golden/(generate|judge)/' "golden's case format knows neither the generator nor the judge"
+forbid src/golden/generate 'golden/judge/' "golden's generator knows nothing of the judge"
+forbid src/golden/judge 'golden/generate/' "golden's judge knows nothing of the generator"
+for f in "$root"/src/golden/*.c "$root"/src/golden/*.h; do
+    [ -e "$f" ] || continue
+    echo "FAIL $f: every file of the golden library lives in one of its rooms" >&2
+    failures=$((failures + 1))
+done
 # tools: public headers and the backend interface
 forbid tools 'internal\.h|kernel\.h|fp\.h|golden/|npu/|x86/' "the tool uses public headers and backend.h only"
 forbid examples 'internal\.h|kernel\.h|fp\.h|golden/|backend|npu' "the examples use the public headers only"

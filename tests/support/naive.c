@@ -4,7 +4,7 @@
  * binary32 value and every rounding candidate is exact, with nearbyint()
  * in the default round-to-nearest-even mode.
  */
-#include "golden/prng.h"
+#include "golden/common/prng.h"
 #include "naive.h"
 
 #include <math.h>
@@ -142,7 +142,7 @@ void naive_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows, int
 }
 
 /* SplitMix64 as a sequence: the project's one copy of the generator is
- * the golden library's (prng.h); the tests draw their data from it too. */
+ * the golden library's (common/prng.h); the tests draw their data from it too. */
 uint64_t naive_rand(uint64_t *state)
 {
     return prng_mix64(*state += PRNG_GAMMA);

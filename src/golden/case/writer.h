@@ -1,0 +1,48 @@
+/*
+ * writer.h - the case directory writer behind moeperm_golden_case_write():
+ * it hashes and writes tensors in two threads of its own while the caller
+ * makes the next ones, or the rest of the one it is making.
+ *
+ * golden_case_writer_open() checks path as moeperm_golden_case_write() does
+ * and creates the temporary directory the case is written into.  Returns
+ * the writer, or NULL with a sentence in err (nothing at path changed).
+ *
+ * golden_case_writer_ready() says that the first `ready` bytes of t's data
+ * are final: the first call for t creates its file (on the calling thread,
+ * so a signal's cleanup never races a new file) and hands t to the
+ * threads, which write and hash up to `ready` and wait for more.  t and its
+ * data must stay in place until the writer is closed or aborted.
+ *
+ * golden_case_writer_close() hands over every tensor of c not yet complete,
+ * waits for the threads, writes the manifest with the hashes they made and
+ * puts the case in place; it returns as moeperm_golden_case_write() does
+ * and frees w.  golden_case_writer_abort() stops the threads, removes the
+ * temporary directory and frees w.  Calls for a tensor already handed over
+ * may come from any thread (the generator's threads report the rows they
+ * finish); every other call comes from the thread that opened the writer.
+ */
+#ifndef MOEPERM_GOLDEN_CASE_WRITER_H
+#define MOEPERM_GOLDEN_CASE_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <moeperm/golden.h>
+
+typedef struct golden_case_writer golden_case_writer;
+
+/* A tensor of at least GOLDEN_DIRECT_MIN bytes whose data is aligned to
+ * GOLDEN_IO_ALIGN bytes (the generator allocates its inputs so) goes from
+ * memory to the disk without a copy into the page cache, where the
+ * platform can (O_DIRECT). */
+#define GOLDEN_IO_ALIGN ((size_t)4096)
+#define GOLDEN_DIRECT_MIN ((size_t)1 << 20)
+
+golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
+                                            size_t err_len);
+void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor *t, size_t ready);
+int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c, char *err,
+                             size_t err_len);
+void golden_case_writer_abort(golden_case_writer *w);
+
+#endif

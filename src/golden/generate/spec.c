@@ -1,0 +1,172 @@
+/*
+ * spec.c - what decides a generated case: the defaults of `moeperm
+ * golden`, the name of a one-off case, and the checks a spec passes before
+ * any work.
+ */
+#include "golden/generate/spec.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+int64_t golden_default_experts(int64_t top_k)
+{
+    return top_k * 2 > 64 ? top_k * 2 : 64;
+}
+
+moeperm_golden_spec moeperm_golden_spec_default(moeperm_op op, moeperm_dtype dtype, int64_t tokens_num,
+                                int64_t top_k, int64_t hidden_size)
+{
+    moeperm_golden_spec s;
+    memset(&s, 0, sizeof s);
+    s.op = op;
+    s.dtype = dtype;
+    s.probs_dtype = dtype;
+    s.has_probs = op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD;
+    s.index_dtype = MOEPERM_INT32;
+    s.tokens_num = tokens_num;
+    s.top_k = top_k;
+    s.hidden_size = hidden_size;
+    s.num_rows = -1;
+    s.hot_percent = 50;
+    s.values = MOEPERM_GOLDEN_VALUES_NORMAL;
+    s.probs_values = MOEPERM_GOLDEN_VALUES_NORMAL;
+    s.routing = MOEPERM_GOLDEN_ROUTING_ROUTED;
+    s.seed = MOEPERM_GOLDEN_DEFAULT_SEED;
+    return s;
+}
+
+void moeperm_golden_spec_default_name(moeperm_golden_spec *spec)
+{
+    char rows[32] = "", op[32] = "", probs[32] = "";
+    moeperm_op o = spec->op ? spec->op : MOEPERM_OP_PERMUTE_GRAD;
+    if (o == MOEPERM_OP_PERMUTE) {
+        if (spec->num_out_tokens != 0)
+            snprintf(rows, sizeof rows, "-n%" PRId64, spec->num_out_tokens);
+    } else if (spec->num_rows >= 0 && spec->num_rows != spec->tokens_num * spec->top_k) {
+        snprintf(rows, sizeof rows, "-r%" PRId64, spec->num_rows);
+    }
+    if (o != MOEPERM_OP_PERMUTE_GRAD)
+        snprintf(op, sizeof op, "%s-", moeperm_golden_op_short_name(o));
+    if ((o == MOEPERM_OP_UNPERMUTE || o == MOEPERM_OP_UNPERMUTE_GRAD) && !spec->has_probs)
+        snprintf(probs, sizeof probs, "-noprobs");
+    else if ((o == MOEPERM_OP_UNPERMUTE || o == MOEPERM_OP_UNPERMUTE_GRAD) &&
+             spec->probs_dtype != spec->dtype)
+        snprintf(probs, sizeof probs, "-p%s", moeperm_dtype_name(spec->probs_dtype));
+    snprintf(spec->name, sizeof spec->name,
+             "%s%s-t%" PRId64 "-k%" PRId64 "-h%" PRId64 "%s%s-%s-%s-s%" PRIu64, op,
+             moeperm_dtype_name(spec->dtype), spec->tokens_num, spec->top_k, spec->hidden_size,
+             rows, probs, moeperm_golden_routing_name(spec->routing), moeperm_golden_values_name(spec->values),
+             spec->seed);
+}
+
+static bool float_dtype(moeperm_dtype dtype)
+{
+    return dtype == MOEPERM_FLOAT || dtype == MOEPERM_FLOAT16 || dtype == MOEPERM_BF16;
+}
+
+int moeperm_golden_spec_check(const moeperm_golden_spec *s, char *err, size_t err_len)
+{
+    moeperm_op op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
+    if (!moeperm_op_name(op)) {
+        snprintf(err, err_len, "op %d is not an operator of the family", (int)s->op);
+        return -1;
+    }
+    bool int8_ok = op == MOEPERM_OP_PERMUTE;
+    if (!float_dtype(s->dtype) && !(int8_ok && s->dtype == MOEPERM_INT8)) {
+        snprintf(err, err_len, "dtype %s is not one %s takes (float32, float16, bf16%s)",
+                 moeperm_dtype_name(s->dtype), moeperm_op_name(op), int8_ok ? ", int8" : "");
+        return -1;
+    }
+    if (s->has_probs && !float_dtype(s->probs_dtype)) {
+        snprintf(err, err_len, "probs dtype %s is not float32, float16 or bf16",
+                 moeperm_dtype_name(s->probs_dtype));
+        return -1;
+    }
+    if (op == MOEPERM_OP_PERMUTE && s->index_dtype != MOEPERM_INT32 &&
+        s->index_dtype != MOEPERM_INT64) {
+        snprintf(err, err_len, "index dtype %s is not int32 or int64",
+                 moeperm_dtype_name(s->index_dtype));
+        return -1;
+    }
+    if (s->tokens_num < 1 || s->tokens_num > MOEPERM_GOLDEN_MAX_DIM) {
+        snprintf(err, err_len, "tokens_num is %" PRId64 ", expected 1 to %" PRId64,
+                 s->tokens_num, MOEPERM_GOLDEN_MAX_DIM);
+        return -1;
+    }
+    if (s->top_k < 1 || s->top_k > MOEPERM_MAX_TOP_K) {
+        snprintf(err, err_len, "top_k is %" PRId64 ", expected 1 to %d", s->top_k,
+                 MOEPERM_MAX_TOP_K);
+        return -1;
+    }
+    if (!s->has_probs && (op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD) &&
+        s->top_k != 1) {
+        snprintf(err, err_len, "top_k is %" PRId64 ", but without probs %s takes top_k 1",
+                 s->top_k, moeperm_op_name(op));
+        return -1;
+    }
+    if (s->hidden_size < 1 || s->hidden_size > MOEPERM_GOLDEN_MAX_DIM) {
+        snprintf(err, err_len, "hidden_size is %" PRId64 ", expected 1 to %" PRId64,
+                 s->hidden_size, MOEPERM_GOLDEN_MAX_DIM);
+        return -1;
+    }
+    if (s->tokens_num > (int64_t)INT32_MAX / s->top_k) {
+        snprintf(err, err_len,
+                 "tokens_num %" PRId64 " times top_k %" PRId64
+                 " is more than the %d slots int32 sorted_indices can address",
+                 s->tokens_num, s->top_k, INT32_MAX);
+        return -1;
+    }
+    int64_t slots = s->tokens_num * s->top_k;
+    if (s->num_rows > slots || s->num_rows < -1) {
+        snprintf(err, err_len,
+                 "num_rows is %" PRId64 ", expected 0 to tokens_num*top_k = %" PRId64,
+                 s->num_rows, slots);
+        return -1;
+    }
+    /* Any count is the operator's to resolve (<= 0 counts back from N*K,
+     * then a clamp to [0, N*K]); only the manifest's bound applies. */
+    if (op == MOEPERM_OP_PERMUTE &&
+        (s->num_out_tokens < -MOEPERM_GOLDEN_MAX_DIM || s->num_out_tokens > MOEPERM_GOLDEN_MAX_DIM)) {
+        snprintf(err, err_len,
+                 "num_out_tokens is %" PRId64 ", expected -%" PRId64 " to %" PRId64,
+                 s->num_out_tokens, MOEPERM_GOLDEN_MAX_DIM, MOEPERM_GOLDEN_MAX_DIM);
+        return -1;
+    }
+    uint64_t bytes;
+    if (__builtin_mul_overflow((uint64_t)slots, (uint64_t)s->hidden_size, &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)moeperm_dtype_size(s->dtype), &bytes) ||
+        bytes > SIZE_MAX / 2) {
+        snprintf(err, err_len,
+                 "a case of %" PRId64 " slots by hidden_size %" PRId64
+                 " is too large for this machine",
+                 slots, s->hidden_size);
+        return -1;
+    }
+    if (s->routing == MOEPERM_GOLDEN_ROUTING_ROUTED || op == MOEPERM_OP_PERMUTE) {
+        int64_t experts = s->num_experts ? s->num_experts : golden_default_experts(s->top_k);
+        if (experts < s->top_k || experts > INT32_MAX) {
+            snprintf(err, err_len,
+                     "experts is %" PRId64 ", but each token needs top_k = %" PRId64
+                     " distinct experts",
+                     experts, s->top_k);
+            return -1;
+        }
+        if (s->hot_percent < 0 || s->hot_percent > 99) {
+            snprintf(err, err_len, "hot_percent is %d, expected 0 to 99", s->hot_percent);
+            return -1;
+        }
+    }
+    if (s->ub_bytes < 0 || s->vector_cores < 0) {
+        snprintf(err, err_len, "ub_bytes %" PRId64 " and vector_cores %" PRId64
+                 " must be positive (0: the default chip)", s->ub_bytes, s->vector_cores);
+        return -1;
+    }
+    if (s->name[0] == '\0' || s->name[0] == '.' || strchr(s->name, '/')) {
+        snprintf(err, err_len,
+                 "case name \"%s\" is not a plain directory name (empty, leading '.', or '/')",
+                 s->name);
+        return -1;
+    }
+    return 0;
+}
