@@ -30,6 +30,8 @@
 #define MAP_CELL_PX_MAX 16  /* the largest block drawn, in CSS pixels */
 #define MAP_RECTS_MAX 2048  /* rectangles a map may take */
 #define MAP_PAD 10          /* room left and above the cells for the first-difference marks */
+#define MAP_RING_PX 3       /* a rectangle narrower and shorter than this gets a ring... */
+#define MAP_RINGS_MAX 64    /* ...when the map has at most this many rectangles */
 
 /* The page's colours: the blocks without a difference, and the six
  * fractions of differing elements (light to dark: a few to all). */
@@ -331,7 +333,8 @@ typedef struct map_draw {
     const map_geom *g;
     const char *row_noun, *column_noun;
     int sx, sy; /* CSS pixels per block */
-    size_t rects;
+    bool rings; /* ring the rectangles too small to see */
+    size_t rects, small;
 } map_draw;
 
 /* What a rectangle covers, in the output's own words. */
@@ -352,13 +355,23 @@ static void emit(map_draw *d, const run *u)
     d->rects++;
     if (d->rects > MAP_RECTS_MAX)
         return;
+    int64_t x = MAP_PAD + u->x0 * d->sx, y = MAP_PAD + u->y0 * d->sy;
+    int64_t w = (u->x1 - u->x0 + 1) * d->sx, h = (u->y1 - u->y0 + 1) * d->sy;
     fprintf(d->f, "<rect x=\"%" PRId64 "\" y=\"%" PRId64 "\" width=\"%" PRId64 "\" height=\"%" PRId64
                   "\" fill=\"%s\"><title>",
-            MAP_PAD + u->x0 * d->sx, MAP_PAD + u->y0 * d->sy, (u->x1 - u->x0 + 1) * d->sx,
-            (u->y1 - u->y0 + 1) * d->sy, level_colour[u->level - 1]);
+            x, y, w, h, level_colour[u->level - 1]);
     region_text(d->f, d, u);
     fprintf(d->f, ": %" PRIu64 " of %" PRIu64 " elements differ (%.3g%%)</title></rect>\n",
             u->count, u->size, 100.0 * (double)u->count / (double)u->size);
+    /* A lone block of a pixel or two is easy to miss: a ring around it,
+     * outside it, shows where it is (a map of many has no room for them). */
+    if (w < MAP_RING_PX && h < MAP_RING_PX) {
+        d->small++;
+        if (d->rings)
+            fprintf(d->f, "<rect class=\"ring\" x=\"%" PRId64 "\" y=\"%" PRId64 "\" width=\"%" PRId64
+                          "\" height=\"%" PRId64 "\" fill=\"none\" stroke=\"%s\"/>\n",
+                    x - 3, y - 3, w + 6, h + 6, level_colour[u->level - 1]);
+    }
 }
 
 /* Draws the blocks of grid as merged rectangles.  Returns false when they
@@ -474,11 +487,11 @@ static int write_map(FILE *f, const scan *s, int64_t rows, int64_t cols,
     char *svg = NULL;
     size_t svg_len = 0;
     map_draw d = {NULL, &g, cr->row_noun ? cr->row_noun : "row",
-                  cr->column_noun ? cr->column_noun : "column", 0, 0, 0};
+                  cr->column_noun ? cr->column_noun : "column", 0, 0, false, 0, 0};
     for (;;) {
         d.sx = clamp_px(g.grid_cols);
         d.sy = clamp_px(g.grid_rows);
-        d.rects = 0;
+        d.rects = d.small = 0;
         free(svg);
         svg = NULL;
         if (!(d.f = open_memstream(&svg, &svg_len)))
@@ -487,6 +500,10 @@ static int write_map(FILE *f, const scan *s, int64_t rows, int64_t cols,
         if (fclose(d.f) != 0) {
             free(svg);
             return -1;
+        }
+        if (d.small > 0 && !d.rings && d.rects <= MAP_RINGS_MAX) {
+            d.rings = true; /* the same again, with the rings */
+            continue;
         }
         if (fits || g.blocks == 1)
             break;
@@ -551,6 +568,8 @@ static int write_map(FILE *f, const scan *s, int64_t rows, int64_t cols,
         fprintf(f, " (%" PRId64 " &#215; %" PRId64 " blocks", g.grid_rows, g.grid_cols);
         fputs(g.rows % g.bh || g.cols % g.bw ? "; the last ones hold fewer)." : ").", f);
     }
+    if (d.rings)
+        fputs(" Rings mark blocks too small to see.", f);
     if (cr->first_count > 0)
         fputs(" The dark marks point at the first difference.", f);
     if (counted != cr->differing)
@@ -946,7 +965,8 @@ static const char style[] =
     ".split{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}\n"
     "figure.map{margin:0}figure.map figcaption{max-width:660px;color:var(--muted);"
     "font-size:12px;margin-top:6px}\n"
-    "svg rect:not(.bg):hover{stroke:#111827;stroke-width:1}svg path.first{fill:#1f2933}\n"
+    "svg rect:not(.bg):not(.ring):hover{stroke:#111827;stroke-width:1}"
+    "svg rect.ring{pointer-events:none}svg path.first{fill:#1f2933}\n"
     ".facts{flex:1;min-width:320px}.facts p{margin:0 0 8px}\n"
     "table.first{margin:12px 0 8px;font-size:13px}table.first td{white-space:nowrap}\n"
     "table.first caption{text-align:left;font-weight:600;padding-bottom:4px}\n"

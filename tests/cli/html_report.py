@@ -123,7 +123,7 @@ def map_rects(div):
     bg = [r for r in svg.all("rect") if "bg" in r.classes()]
     cells = []
     for r in svg.all("rect"):
-        if "bg" in r.classes():
+        if "bg" in r.classes() or "ring" in r.classes():
             continue
         m = re.fullmatch(r"(.*): (\d+) of (\d+) elements differ \(.*\)", r.first("title").text())
         cells.append({"region": m.group(1), "count": int(m.group(2)), "size": int(m.group(3)),
@@ -229,6 +229,14 @@ check(not (mask & ~covered).any() and sum(c["count"] for c in cells) == mask.sum
       by_path[os.path.join(corpus, "permute-tall")]["outputs"]["permuted_tokens"]["differ"],
       "the rectangles hold every planted element, and their counts add up to the judge's")
 check(len(cells) < 12, "whole blocks merge into few rectangles", len(cells))
+# Blocks of a pixel or two: each has a ring around it, in its colour.
+rings = sorted((int(r.attrs["x"]) + 3, int(r.attrs["y"]) + 3, int(r.attrs["width"]) - 6,
+                int(r.attrs["height"]) - 6, r.attrs["stroke"])
+               for r in tall.first("svg").all("rect", "ring"))
+small = sorted((c["x"], c["y"], c["w"], c["h"], c["fill"]) for c in cells
+               if c["w"] < 3 and c["h"] < 3)
+check(small and rings == small, "each rectangle too small to see is ringed, and only those",
+      (rings, small))
 
 def colour_for(count, size):
     """The legend's colour for a fraction, by its labels: "up to X%", "over
