@@ -32,6 +32,9 @@
 #define MAP_PAD 10          /* room left and above the cells for the first-difference marks */
 #define MAP_RING_PX 3       /* a rectangle narrower and shorter than this gets a ring... */
 #define MAP_RINGS_MAX 64    /* ...when the map has at most this many rectangles */
+/* The sections a page holds at most, in bytes: a browser still opens it.
+ * Later cases that differ keep their row in the table, without a map. */
+#define PAGE_SECTIONS_MAX ((size_t)32 << 20)
 
 /* The page's colours: the blocks without a difference, and the six
  * fractions of differing elements (light to dark: a few to all). */
@@ -39,8 +42,8 @@
 enum { LEVELS = 6 };
 static const char *const level_colour[LEVELS] = {"#fed976", "#feb24c", "#fd8d3c",
                                                  "#f03b20", "#bd0026", "#67001f"};
-static const char *const level_label[LEVELS] = {"up to 1%",    "up to 10%",  "up to 25%",
-                                                "up to 50%",   "over 50%",   "all"};
+static const char *const level_label[LEVELS] = {"up to 1%",  "up to 10%", "up to 25%",
+                                                "up to 50%", "over 50%",  "all"};
 
 enum { VERDICT_NONE = -1, VERDICT_ERROR = 3 };
 static const char *const verdict_names[] = {"same", "within-tolerance", "different", "error"};
@@ -68,6 +71,7 @@ struct moeperm_golden_html_report {
      * keeps text, never a tensor. */
     char *sections;
     size_t sections_len, sections_cap;
+    size_t sections_left_out; /* differing cases past PAGE_SECTIONS_MAX */
     /* One map's block counts, MAP_CELLS^2 of them, reused by every map. */
     uint64_t *grid;
 };
@@ -913,6 +917,10 @@ int moeperm_golden_html_report_add_judgement(moeperm_golden_html_report *r,
         hc->worst = (int)moeperm_golden_judgement_verdict(j);
     if (!differs)
         return 0;
+    if (r->sections_len >= PAGE_SECTIONS_MAX) {
+        r->sections_left_out++;
+        return 0;
+    }
 
     if (!r->grid && !(r->grid = malloc((size_t)MAP_CELLS * MAP_CELLS * sizeof *r->grid)))
         return -1;
@@ -1045,6 +1053,12 @@ static int write_page(const moeperm_golden_html_report *r, char **text, size_t *
     fputs("</tbody></table>\n", f);
     if (r->sections_len)
         fwrite(r->sections, 1, r->sections_len, f);
+    if (r->sections_left_out)
+        fprintf(f, "<p class=\"left-out\">%zu more case%s that differ%s no section here: the "
+                   "page holds %zu MiB of them at most. The JSON report (--json) has every "
+                   "case.</p>\n",
+                r->sections_left_out, r->sections_left_out == 1 ? "" : "s",
+                r->sections_left_out == 1 ? "s has" : " have", PAGE_SECTIONS_MAX >> 20);
     fputs("</main>\n</body>\n</html>\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }

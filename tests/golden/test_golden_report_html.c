@@ -201,6 +201,63 @@ static void markup_in_names_is_escaped(void **state)
     moeperm_golden_html_report_free(r);
 }
 
+/* One pass (a strstr() per match would be quadratic under AddressSanitizer,
+ * which measures the whole rest of the string on each call). */
+static size_t count_of(const char *text, const char *what)
+{
+    size_t n = 0, len = strlen(what);
+    for (const char *p = text; *p; p++)
+        if (*p == what[0] && strncmp(p, what, len) == 0)
+            n++;
+    return n;
+}
+
+/* A page stays openable: once the sections pass 32 MiB, later differing
+ * cases keep their table row but get no map, and the page says how many. */
+static void page_size_is_bounded(void **state)
+{
+    (void)state;
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_FLOAT, 512, 1, 512);
+    snprintf(s.name, sizeof s.name, "dots");
+    moeperm_golden_case c;
+    char err[512];
+    if (moeperm_golden_generate(&s, NULL, &c, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    moeperm_golden_tensor *t = output(&c);
+    uint32_t *actual = malloc(t->bytes);
+    assert_non_null(actual);
+    memcpy(actual, t->data, t->bytes);
+    /* 2048 lone elements, none beside another: a map of 2048 rectangles,
+     * the most one takes. */
+    for (int r = 0; r < 512; r += 2)
+        for (int col = 0; col < 16; col += 2)
+            actual[r * 512 + col] ^= 1u;
+    moeperm_golden_judgement *j = judge(&c, actual, false);
+    void *outs[1] = {actual};
+    moeperm_golden_html_report *r = moeperm_golden_html_report_new("t");
+    enum { CASES = 150 };
+    for (int i = 0; i < CASES; i++) {
+        assert_int_equal(moeperm_golden_html_report_add_case(r, "dots", NULL), 0);
+        assert_int_equal(moeperm_golden_html_report_add_judgement(r, &c, outs, NULL, j), 0);
+    }
+    char *text = page(r);
+    size_t sections = count_of(text, "<section "), size = strlen(text);
+    size_t one = size / sections; /* about one section's size */
+    char note[128];
+    snprintf(note, sizeof note, "%zu more cases that differ have no section here",
+             CASES - sections);
+    assert_true(sections > 1 && sections < CASES);
+    assert_non_null(strstr(text, note));
+    assert_in_range(size, (size_t)32 << 20, ((size_t)32 << 20) + 2 * one);
+    assert_int_equal(count_of(text, "<rect x="), 2048 * sections);
+    assert_int_equal(count_of(text, "<tr class=\"different\">"), CASES);
+    free(text);
+    moeperm_golden_html_report_free(r);
+    moeperm_golden_judgement_free(j);
+    free(actual);
+    moeperm_golden_case_free(&c);
+}
+
 static void failed_write_leaves_nothing(void **state)
 {
     (void)state;
@@ -228,6 +285,7 @@ int main(void)
         cmocka_unit_test(map_counts_with_the_judges_nan_rule),
         cmocka_unit_test(matching_outputs_are_not_read),
         cmocka_unit_test(markup_in_names_is_escaped),
+        cmocka_unit_test(page_size_is_bounded),
         cmocka_unit_test(failed_write_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
