@@ -266,6 +266,15 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path,
     return ok;
 }
 
+bool cli_html_path(const char *cmd, const char *path)
+{
+    if (strcmp(path, "-") != 0)
+        return true;
+    fprintf(stderr, "moeperm %s: --html is \"-\", expected a file name: the page is one file "
+                    "(./- names a file called -)\n", cmd);
+    return false;
+}
+
 bool cli_output_dir(const char *cmd, const char *flag, const char *path)
 {
     struct stat st;

@@ -46,6 +46,10 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
 bool cli_output_path(const char *cmd, const char *flag, const char *path,
                      char *const *case_dirs, size_t case_count);
 
+/* --html takes a file: "-" (standard output for --json) is refused with a
+ * sentence saying so.  Returns false after printing it. */
+bool cli_html_path(const char *cmd, const char *path);
+
 /* Makes sure path is a directory that can take output files, creating it
  * and its missing parents.  Returns false after
  * printing a message that names the option and the path. */

@@ -2,7 +2,7 @@
  * cmd_check.c - `moeperm check DIR...`: runs every case below the given
  * directories on one backend and compares, printing one line per case, the
  * mismatch reports, and a summary table per suite; optionally a JUnit XML
- * report for CI.  The exit code is the worst outcome: 3 if the backend
+ * report for CI, the JSON report and the HTML page.  The exit code is the worst outcome: 3 if the backend
  * failed anywhere, else 2 if a case was bad or refused, else 1 on any
  * mismatch, else 0.
  */
@@ -21,7 +21,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] [--outputs OUTDIR]\n"
-            "                     [--shard I/N] [--strict-nan] [--junit FILE]\n"
+            "                     [--shard I/N] [--strict-nan] [--junit FILE] [--html FILE]\n"
             "  judge every case below each DIR: run it on a backend, or read the outputs\n"
             "  a harness wrote, and compare with the golden outputs bit for bit; one\n"
             "  line per case, the mismatch reports, a summary per suite\n"
@@ -38,6 +38,9 @@ static void usage(FILE *to)
             "  --junit FILE      also write a JUnit XML report\n"
             "  --json FILE       also write the machine-readable report (- : stdout, which\n"
             "                    then carries the JSON alone)\n"
+            "  --html FILE       also write a page for people: the verdicts, and per output\n"
+            "                    that differs a map of where, the first differences, the\n"
+            "                    diagnosis and the statistics (one self-contained file)\n"
             "exit status: 0 all same (or within --max-ulp), 1 a mismatch or missing\n"
             "output, 2 a bad case or usage, 3 the backend failed\n");
 }
@@ -141,22 +144,27 @@ static enum outcome read_outputs(const moeperm_golden_case *c, case_outputs *o, 
 
 /* Judges one case; err receives the reason for anything but PASS, report
  * (malloc'd) the full mismatch report.  rel is the case's path below the
- * directory it was found in.  The case goes into json when there is one. */
+ * directory it was found in.  The case goes into json and html when there
+ * are. */
 static enum outcome check_one(const source *from, const char *dir, const char *rel,
                               const moeperm_golden_judge_options *options, moeperm_golden_json_report *json,
-                              char *err, size_t err_len, char **report)
+                              moeperm_golden_html_report *html, char *err, size_t err_len,
+                              char **report)
 {
     moeperm_golden_case c;
     *report = NULL;
     /* The diagnosis models the kernel from the inputs, so they are read
      * even when the outputs come from files. */
     if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
-        if (json && (moeperm_golden_json_report_add_case(json, dir, NULL) != 0 ||
-                     moeperm_golden_json_report_set_error(json, err) != 0))
+        if ((json && (moeperm_golden_json_report_add_case(json, dir, NULL) != 0 ||
+                      moeperm_golden_json_report_set_error(json, err) != 0)) ||
+            (html && (moeperm_golden_html_report_add_case(html, dir, NULL) != 0 ||
+                      moeperm_golden_html_report_set_error(html, err) != 0)))
             return BACKEND_FAILED;
         return BAD_INPUT;
     }
-    if (json && moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) {
+    if ((json && moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) ||
+        (html && moeperm_golden_html_report_add_case(html, dir, moeperm_op_name(c.op)) != 0)) {
         moeperm_golden_case_free(&c);
         snprintf(err, err_len, "out of memory");
         return BACKEND_FAILED;
@@ -198,8 +206,12 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
         }
         if (json && moeperm_golden_json_report_add_judgement(json, j) != 0)
             o = BACKEND_FAILED;
+        if (html &&
+            moeperm_golden_html_report_add_judgement(html, &c, outputs.data, options, j) != 0)
+            o = BACKEND_FAILED;
         moeperm_golden_judgement_free(j);
-    } else if (json && moeperm_golden_json_report_set_error(json, err) != 0) {
+    } else if ((json && moeperm_golden_json_report_set_error(json, err) != 0) ||
+               (html && moeperm_golden_html_report_set_error(html, err) != 0)) {
         o = BACKEND_FAILED;
     }
     case_outputs_free(&outputs);
@@ -244,17 +256,18 @@ int cmd_check(int argc, char **argv)
         {"junit", required_argument, NULL, 'j'},
         {"outputs", required_argument, NULL, 'o'},
         {"json", required_argument, NULL, 'J'},
+        {"html", required_argument, NULL, 'H'},
         {"max-ulp", required_argument, NULL, 'u'},
         {"shard", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *backend_name = "cpu", *device_flag = NULL, *junit_path = NULL;
-    const char *outputs_root = NULL, *json_path = NULL;
+    const char *outputs_root = NULL, *json_path = NULL, *html_path = NULL;
     moeperm_golden_judge_options judging = {false, 0, true};
     uint64_t shard = 1, shards = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:u:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:H:u:h", options, NULL)) != -1) {
         switch (opt) {
         case 'b':
             backend_name = optarg;
@@ -273,6 +286,11 @@ int cmd_check(int argc, char **argv)
             break;
         case 'J':
             json_path = optarg;
+            break;
+        case 'H':
+            if (!cli_html_path("check", optarg))
+                return EXIT_BAD_INPUT;
+            html_path = optarg;
             break;
         case 'u':
             if (!cli_uint64("check", "--max-ulp", optarg, &judging.max_ulp))
@@ -339,7 +357,8 @@ int cmd_check(int argc, char **argv)
          * shard it falls in. */
         if ((junit_path && !cli_output_path("check", "--junit", junit_path, dirs, count)) ||
             (json_path && !json_stdout &&
-             !cli_output_path("check", "--json", json_path, dirs, count))) {
+             !cli_output_path("check", "--json", json_path, dirs, count)) ||
+            (html_path && !cli_output_path("check", "--html", html_path, dirs, count))) {
             moeperm_golden_free_paths(dirs, count);
             moeperm_golden_free_paths(all, total);
             free(rel);
@@ -388,6 +407,7 @@ int cmd_check(int argc, char **argv)
     source from = {ops, b, outputs_root};
     moeperm_golden_junit *junit = junit_path ? moeperm_golden_junit_new("moeperm check") : NULL;
     moeperm_golden_json_report *json = json_path ? moeperm_golden_json_report_new() : NULL;
+    moeperm_golden_html_report *html = html_path ? moeperm_golden_html_report_new("moeperm check") : NULL;
     /* With the JSON on standard output, the text goes to standard error. */
     FILE *text = json_stdout ? stderr : stdout;
     summary sum = {0};
@@ -397,7 +417,7 @@ int cmd_check(int argc, char **argv)
         char *report = NULL;
         err[0] = '\0';
         double start = cli_now();
-        enum outcome o = check_one(&from, all[i], all[i] + rel[i], &judging, json, err,
+        enum outcome o = check_one(&from, all[i], all[i] + rel[i], &judging, json, html, err,
                                    sizeof err, &report);
         double seconds = cli_now() - start;
         seen[o]++;
@@ -430,6 +450,13 @@ int cmd_check(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
     }
     moeperm_golden_json_report_free(json);
+    if (html_path &&
+        (!html || moeperm_golden_html_report_write_path(html, html_path, err, sizeof err) != 0)) {
+        fprintf(stderr, "moeperm check: cannot write the HTML report: %s\n",
+                html ? err : "out of memory");
+        rc = EXIT_BAD_INPUT;
+    }
+    moeperm_golden_html_report_free(html);
     if (junit_path) {
         if (!junit || moeperm_golden_junit_write(junit, junit_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm check: cannot write the JUnit report: %s\n",

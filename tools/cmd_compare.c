@@ -16,7 +16,8 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: moeperm compare CASE_DIR PATH [--max-ulp N] [--json FILE] [--strict-nan]\n"
+    fprintf(to, "usage: moeperm compare CASE_DIR PATH [--max-ulp N] [--json FILE] [--html FILE]\n"
+                "                       [--strict-nan]\n"
                 "  compare outputs with the case's golden ones, bit for bit: PATH is the\n"
                 "  output file (raw or .npy) when the case has one output, else a\n"
                 "  directory holding <output>.bin or <output>.npy for each; a mismatch\n"
@@ -25,6 +26,9 @@ static void usage(FILE *to)
                 "                 the verdict then says \"within N ulp, not bit-exact\"\n"
                 "  --json FILE    also write the machine-readable report (- : stdout, the\n"
                 "                 text report then going to stderr)\n"
+                "  --html FILE    also write a page for people: per output that differs, a\n"
+                "                 map of where, the first differences, the diagnosis and the\n"
+                "                 statistics (one self-contained file)\n"
                 "  --strict-nan   NaNs must match bit for bit too (default: any NaN\n"
                 "                 equals any NaN)\n"
                 "exit status: 0 same (or within --max-ulp), 1 different, 2 bad input\n");
@@ -36,13 +40,14 @@ int cmd_compare(int argc, char **argv)
         {"strict-nan", no_argument, NULL, 's'},
         {"max-ulp", required_argument, NULL, 'u'},
         {"json", required_argument, NULL, 'j'},
+        {"html", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     moeperm_golden_judge_options judging = {false, 0, true};
-    const char *json_path = NULL;
+    const char *json_path = NULL, *html_path = NULL;
     int opt;
-    while ((opt = getopt_long(argc, argv, "su:j:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "su:j:H:h", options, NULL)) != -1) {
         switch (opt) {
         case 's':
             judging.strict_nan = true;
@@ -53,6 +58,11 @@ int cmd_compare(int argc, char **argv)
             break;
         case 'j':
             json_path = optarg;
+            break;
+        case 'H':
+            if (!cli_html_path("compare", optarg))
+                return EXIT_BAD_INPUT;
+            html_path = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -72,6 +82,8 @@ int cmd_compare(int argc, char **argv)
     const char *case_dir = argv[optind], *path = argv[optind + 1];
     if (json_path && strcmp(json_path, "-") != 0 &&
         !cli_output_path("compare", "--json", json_path, &argv[optind], 1))
+        return EXIT_BAD_INPUT;
+    if (html_path && !cli_output_path("compare", "--html", html_path, &argv[optind], 1))
         return EXIT_BAD_INPUT;
     char err[1024] = "";
     moeperm_golden_case c;
@@ -136,6 +148,20 @@ int cmd_compare(int argc, char **argv)
             rc = rc == EXIT_OK ? EXIT_BAD_INPUT : rc;
         }
         moeperm_golden_json_report_free(report);
+    }
+    if (html_path) {
+        moeperm_golden_html_report *page = moeperm_golden_html_report_new("moeperm compare");
+        bool ok = page && moeperm_golden_html_report_add_case(page, case_dir, moeperm_op_name(c.op)) == 0;
+        if (ok && j)
+            ok = moeperm_golden_html_report_add_judgement(page, &c, actual.data, &judging, j) == 0;
+        else if (ok)
+            ok = moeperm_golden_html_report_set_error(page, err) == 0;
+        if (!ok || moeperm_golden_html_report_write_path(page, html_path, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm compare: cannot write the HTML report: %s\n",
+                    ok ? err : "out of memory");
+            rc = rc == EXIT_OK ? EXIT_BAD_INPUT : rc;
+        }
+        moeperm_golden_html_report_free(page);
     }
     moeperm_golden_judgement_free(j);
     case_outputs_free(&actual);

@@ -656,6 +656,58 @@ int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, c
                                   size_t err_len);
 void moeperm_golden_json_report_free(moeperm_golden_json_report *r);
 
+/*
+ * The error statistics of output i of a judgement, as the JSON report's
+ * "stats" carries them (docs/judging.md, section 4): computed in double
+ * over the elements finite in both tensors; a statistic with no element
+ * to stand on is NaN.  moeperm_golden_judgement_output_stats() fills *s
+ * and returns true, or returns false when i is out of range or the
+ * output's dtype has no statistics.  Thread safe.
+ */
+typedef struct moeperm_golden_stats {
+    uint64_t elements; /* compared */
+    uint64_t finite;   /* finite in both: the elements the statistics use */
+    double max_abs_error, max_rel_error, cosine, mare, mere, rmse;
+} moeperm_golden_stats;
+bool moeperm_golden_judgement_output_stats(const moeperm_golden_judgement *j, size_t i,
+                                           moeperm_golden_stats *s);
+
+/*
+ * The report for people (docs/judging.md): one self-contained HTML page
+ * (inline style and SVG, no script, nothing fetched) with the verdict
+ * table, and for each output that differs a heat map of where the
+ * differences lie, its first differences with their bits, the diagnosis
+ * and the statistics.  A collector like the JSON one: _new() takes the
+ * page's title (NULL: "moeperm report"); _add_case() opens the next case
+ * (case_path as the tool names it, op NULL when unknown); _add_judgement()
+ * records its outputs: c is the judged case with its golden outputs
+ * loaded, actual[i] its i-th output as moeperm_golden_judge() took it, and
+ * options the options it was judged with (NULL: the defaults), so that
+ * the map counts what the judge counted.  The map is made then, in one
+ * pass over the outputs that differ (none over those that do not), with
+ * memory that does not grow with the tensors: the collector keeps text
+ * only, and c and actual may be freed once the call returns.
+ * _set_error() marks the open case an error, with the sentence that says
+ * why.  _write_path() writes the page to path atomically
+ * (moeperm_golden_write_file_atomic()).  Case paths, names and sentences
+ * may hold any bytes: the page escapes them and shows each byte of an
+ * invalid UTF-8 sequence as the text "\xHH".  Functions returning int
+ * return 0, or -1 (with a sentence in err where there is one).  Not
+ * thread safe: one collector per thread.
+ */
+typedef struct moeperm_golden_html_report moeperm_golden_html_report;
+moeperm_golden_html_report *moeperm_golden_html_report_new(const char *title);
+int moeperm_golden_html_report_add_case(moeperm_golden_html_report *r, const char *case_path,
+                                        const char *op);
+int moeperm_golden_html_report_add_judgement(moeperm_golden_html_report *r,
+                                             const moeperm_golden_case *c, void *const *actual,
+                                             const moeperm_golden_judge_options *options,
+                                             const moeperm_golden_judgement *j);
+int moeperm_golden_html_report_set_error(moeperm_golden_html_report *r, const char *sentence);
+int moeperm_golden_html_report_write_path(const moeperm_golden_html_report *r, const char *path,
+                                          char *err, size_t err_len);
+void moeperm_golden_html_report_free(moeperm_golden_html_report *r);
+
 /* ---------------------------------------------------------------------- */
 /* Names                                                                  */
 /* ---------------------------------------------------------------------- */

@@ -314,3 +314,14 @@ int moeperm_golden_json_report_add_judgement(moeperm_golden_json_report *r, cons
     }
     return 0;
 }
+
+bool moeperm_golden_judgement_output_stats(const moeperm_golden_judgement *j, size_t i,
+                                           moeperm_golden_stats *s)
+{
+    if (i >= j->count || !j->out[i].has_stats)
+        return false;
+    const golden_stats *g = &j->out[i].stats;
+    *s = (moeperm_golden_stats){g->elements, g->finite, g->max_abs_error, g->max_rel_error,
+                                g->cosine,   g->mare,   g->mere,          g->rmse};
+    return true;
+}
