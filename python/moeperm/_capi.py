@@ -29,8 +29,9 @@ INT64 = 9
 BF16 = 27
 
 
-class Error(Exception):
-    """A refusal or failure reported by libmoeperm.
+class Error(RuntimeError):
+    """A refusal or failure reported by libmoeperm.  A RuntimeError, as
+    torch_npu's failures of these operators are.
 
     ``status`` is the aclnn status code (161002 for an invalid parameter,
     ...), ``status_name`` its name ("MOEPERM_ERR_PARAM_INVALID") and the
@@ -155,7 +156,8 @@ class Operator:
     """One aclnn-shaped operator: moeperm_<stem>_get_workspace_size(params...,
     uint64_t *workspace_size, moeperm_executor **executor) and
     moeperm_<stem>(workspace, workspace_size, executor, stream).
-    ``params`` lists (name, kind) in the C order."""
+    ``params`` lists (name, kind) in the C order, under the header's names
+    (a shape's pointer and length are one parameter, the pointer's name)."""
 
     def __init__(self, stem, params):
         self.stem = stem
@@ -179,7 +181,7 @@ TOKEN_PERMUTE_GRAD = Operator("token_permute_grad", [
 
 TOKEN_PERMUTE = Operator("token_permute", [
     ("tokens", ARG_TENSOR), ("indices", ARG_TENSOR), ("num_out_tokens", ARG_INT64),
-    ("padded_mode", ARG_BOOL), ("permuted_tokens", ARG_OUT), ("sorted_indices", ARG_OUT)])
+    ("padded_mode", ARG_BOOL), ("permute_tokens_out", ARG_OUT), ("sorted_indices_out", ARG_OUT)])
 
 TOKEN_UNPERMUTE = Operator("token_unpermute", [
     ("permuted_tokens", ARG_TENSOR), ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR),
@@ -188,8 +190,8 @@ TOKEN_UNPERMUTE = Operator("token_unpermute", [
 TOKEN_UNPERMUTE_GRAD = Operator("token_unpermute_grad", [
     ("permuted_tokens", ARG_TENSOR), ("unpermuted_tokens_grad", ARG_TENSOR),
     ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR), ("padded_mode", ARG_BOOL),
-    ("restore_shape", ARG_SHAPE), ("permuted_tokens_grad", ARG_OUT),
-    ("probs_grad", ARG_OPT_OUT)])
+    ("restore_shape", ARG_SHAPE), ("permuted_tokens_grad_out", ARG_OUT),
+    ("probs_grad_out", ARG_OPT_OUT)])
 
 
 class ChipStruct(ctypes.Structure):

@@ -62,8 +62,14 @@ def test_out_overlapping_grad_is_refused_untouched():
     assert (grad == 1.0).all()
 
 
-def test_int64_index_that_does_not_fit_int32_is_refused_with_the_value():
-    idx = np.arange(8, dtype=np.int64)
+def test_int64_sorted_indices_are_refused_as_the_aclnn_api_refuses_them():
+    e = refused(r"^sorted_indices dtype 9 \(int64\) is not INT32 \(3\)$",
+                idx=np.arange(8, dtype=np.int64))
+    assert e.status == 161002
+
+
+def test_list_index_that_does_not_fit_int32_is_refused_with_the_value():
+    idx = list(range(8))
     idx[6] = 1 << 40
     e = refused(r"^sorted_indices\[6\] = 1099511627776 is outside \[0, 7\]$", idx=idx)
     assert e.status == 161002

@@ -56,7 +56,7 @@ def test_arrays_of_other_dtypes_or_shapes_fail():
 
 
 def test_a_case_and_wrong_outputs_fail_with_str_of_the_report():
-    case = golden.Case.generate(tokens=6, top_k=2, hidden=9, dtype="bf16")
+    case = golden.Case.generate(tokens_num=6, top_k=2, hidden_size=9, dtype="bf16")
     wrong = case.expected["input_grad"].copy()
     wrong[0, 0] ^= 0x10
     with pytest.raises(AssertionError) as info:
@@ -110,7 +110,8 @@ def run_pytest(tmp_path, body, *args):
 
 def make_corpus(root):
     for name, op in (("s/b", "permute-grad"), ("s/a", "permute-grad"), ("t/c", "permute")):
-        golden.Case.generate(op=op, tokens=4, top_k=2, hidden=3, dtype="bf16").save(root / name)
+        golden.Case.generate(op=op, tokens_num=4, top_k=2, hidden_size=3,
+                             dtype="bf16").save(root / name)
 
 
 def test_plugin_runs_a_test_per_case_with_the_case_ids(tmp_path):
