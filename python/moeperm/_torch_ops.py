@@ -140,8 +140,9 @@ def _check(condition, message):
 
 
 def _dims(t, name, allowed):
-    _check(t.dim() in allowed, "%s has %d dims; it must have %s"
-           % (name, t.dim(), " or ".join(str(d) for d in allowed)))
+    if t.dim() not in allowed:
+        raise _capi.refuse("%s has %d dims; it must have %s"
+                           % (name, t.dim(), " or ".join(str(d) for d in allowed)))
 
 
 def _new(like, shape, dtype):
@@ -153,7 +154,8 @@ def _new(like, shape, dtype):
 def _fit(out, shape, dtype, name):
     """``out`` checked to be a result of ``shape`` and ``dtype``; an empty
     tensor is resized to it, as ATen does with out= tensors."""
-    torch.empty(shape, device="meta")  # the same error as a fresh result for a negative size
+    if min(shape, default=0) < 0:
+        torch.empty(shape, device="meta")  # the error a fresh result of that size raises
     if out.dtype != dtype:
         raise TypeError("%s dtype %s differs from the result's dtype %s" % (name, out.dtype, dtype))
     if out.device != torch.device("meta") and out.device.type != "cpu":
@@ -511,9 +513,15 @@ def _not_differentiable(name):
 
 def _out_autograd(name):
     def kernel(*args, **kwargs):
-        if _needs_grad(args, kwargs):
+        tensors = _tensors(args, kwargs)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise RuntimeError("moeperm::%s.out: out= arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad" % name)
+        if all(t.device.type == "cpu" for t in tensors):
+            # What the dispatch below autograd would reach: the CPU kernel,
+            # without a second pass through the dispatcher (a loop of out=
+            # calls should cost what the C calls cost).
+            return _KERNELS[name + ".out"][0](*args, **kwargs)
         with _below_autograd():
             return _op(name, "out")(*args, **kwargs)
     return kernel
