@@ -317,6 +317,9 @@ def test_torchscript_scripts_a_function_calling_the_operators():
     same_bits(scripted_moe(x, ids, probs), out)
     out.float().sum().backward()
     assert x.grad is not None and probs.grad is not None
+    traced = torch.jit.trace(scripted_moe, (x.detach(), ids, probs.detach()))
+    assert "moeperm::npu_moe_token_unpermute" in str(traced.graph)
+    same_bits(out, traced(x.detach(), ids, probs.detach()))
 
 
 def test_a_second_copy_of_the_package_uses_the_operators_already_registered(tmp_path):
