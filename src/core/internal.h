@@ -45,13 +45,13 @@ struct moeperm_unpermute_grad_plan {
 
 /* The arithmetic over a validated plan on exactly `threads` threads, or
  * with 0 on the OpenMP default cut down so that every thread has enough
- * bytes to move to pay for waking it; `path` picks the instruction set as for
- * moeperm_kernel_run_path() (a moeperm_kernel_path of kernel.h).  Any index
+ * bytes to move to pay for waking it; `isa` picks the instruction set
+ * (moeperm_isa_resolve() of dispatch.h says what AUTO means).  Any index
  * outside [0, R) is a dropped slot, so indices changed after validation
  * cannot make it touch memory outside the views.  Returns false when
  * scratch memory runs out (outputs untouched). */
 bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, int threads,
-                                int path);
+                                moeperm_isa isa);
 /* --- end of MoeTokenUnpermuteGrad ----------------------------------------- */
 
 /* A validated plan: copies of the views, so the caller may destroy its
@@ -127,12 +127,6 @@ moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor
 void moeperm_kernel_run(const struct moeperm_executor *plan, int threads);
 
 /* ---- shared by the operator family -------------------------------------- */
-
-/* The number of threads an operator run moving `bytes` bytes uses: the
- * request (0 = the OpenMP default), cut down so that every thread gets
- * enough bytes to pay for waking it (permute_grad.c; the policy of
- * moeperm_kernel_threads()). */
-int moeperm_threads_for_bytes(int threads, double bytes);
 
 /* The stable-sort rank of each of n int32 keys: ranks[i] is the position
  * key i takes in an ascending sort where equal keys keep their order.  Any

@@ -11,9 +11,7 @@
  * fp.h does and adds the k slots of each column in order, vectorising
  * across columns only.  tests/core/test_fast_paths.c and
  * tests/core/test_fast_conversions_exhaustive.c prove it against the portable
- * path.  Setting MOEPERM_FORCE_PORTABLE=1 in the environment (read once, at
- * the first run) or asking for MOEPERM_PATH_PORTABLE here turns every fast
- * path off.
+ * path.  Which path runs is dispatch.h's choice (moeperm_isa_resolve()).
  */
 #ifndef MOEPERM_KERNEL_H
 #define MOEPERM_KERNEL_H
@@ -22,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/internal.h"
 
@@ -142,34 +141,11 @@ static inline int64_t moeperm_token_rows(const moeperm_gather *g, int64_t t,
     return count;
 }
 
-typedef enum moeperm_kernel_path {
-    MOEPERM_PATH_AUTO = 0,     /* the best path this CPU has, unless forced portable */
-    MOEPERM_PATH_PORTABLE = 1, /* the C11 loop of permute_grad.c */
-    MOEPERM_PATH_X86_AVX2 = 2, /* src/x86/: AVX2 + F16C */
-    MOEPERM_PATH_X86_AVX512 = 3 /* src/x86/: AVX-512 F, BW and VL */
-} moeperm_kernel_path;
-
-/* The path MOEPERM_PATH_AUTO resolves to on this CPU and environment. */
-moeperm_kernel_path moeperm_kernel_best_path(void);
-
-/* Makes MOEPERM_PATH_AUTO (and so the public API) run `path` from now on,
- * process-wide; MOEPERM_PATH_AUTO goes back to the best path.  For the
- * benchmark's --path; not meant to be called while a run is in flight. */
-void moeperm_kernel_choose_path(moeperm_kernel_path path);
-
-/* "portable", "x86-avx2", "x86-avx512" (for the benchmark's report). */
-const char *moeperm_kernel_path_name(moeperm_kernel_path path);
-
-/* The path a plan with unit column strides runs when `path` is asked: AUTO
- * becomes the chosen or the best path, and a path this CPU lacks the
- * portable one. */
-moeperm_kernel_path moeperm_kernel_resolve_path(moeperm_kernel_path path);
-
-/* moeperm_kernel_run() on a chosen path.  A path the CPU does not have, or
- * a plan the path does not handle (a column stride other than 1), runs on
- * the portable path. */
-void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
-                             moeperm_kernel_path path);
+/* moeperm_kernel_run() on a chosen instruction set (moeperm_isa_resolve()
+ * of dispatch.h says what AUTO means).  A set the CPU does not have, or a
+ * plan the vector code does not handle (a column stride other than 1),
+ * runs the portable loop. */
+void moeperm_kernel_run_isa(const struct moeperm_executor *plan, int threads, moeperm_isa isa);
 
 /* The number of threads moeperm_kernel_run() uses for a plan: the request
  * (0 = the OpenMP default), cut down so that every thread gets enough bytes

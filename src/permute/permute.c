@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dispatch.h"
 #include "core/internal.h"
 
 #if defined(__SSE2__)

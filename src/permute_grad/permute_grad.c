@@ -18,17 +18,11 @@
  * that stays in L1.
  *
  * On x86 CPUs with AVX2 and F16C the same arithmetic runs vectorised across
- * columns (src/x86/, chosen in moeperm_kernel_run_path() below), tested bit
- * for bit against this loop; MOEPERM_FORCE_PORTABLE=1 turns it off
- * (kernel.h).
+ * columns (src/x86/, chosen in moeperm_kernel_run_isa() below by the rules
+ * of src/core/dispatch.c), tested bit for bit against this loop.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "core/fp.h"
 #include "core/fp_env.h"
@@ -100,27 +94,6 @@ static MOEPERM_FORCE_INLINE void portable_task(moeperm_dtype dtype,
         store_row(dtype, out, acc, oc, n);
 }
 
-/* Below this many bytes per thread, waking another thread risks more than
- * it saves: a wake-up is tens of microseconds on an idle machine but a
- * scheduler time slice (milliseconds) on a busy one, while 16 MiB keep a
- * core busy for about a millisecond (`moeperm bench`, docs/performance.md). */
-#define BYTES_PER_THREAD (INT64_C(16) << 20)
-
-int moeperm_threads_for_bytes(int threads, double bytes)
-{
-    int team = threads;
-#ifdef _OPENMP
-    if (team <= 0)
-        team = omp_get_max_threads();
-#endif
-    if (team <= 1)
-        return 1;
-    double useful = bytes / (double)BYTES_PER_THREAD;
-    if (useful < team)
-        team = useful < 1 ? 1 : (int)useful;
-    return team;
-}
-
 int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads)
 {
     /* in double: tokens * top_k * hidden may pass 2^63 when most slots are
@@ -165,80 +138,17 @@ static void run_portable(const struct moeperm_executor *plan, int team)
     }
 }
 
-static moeperm_kernel_path detect_best_path(void)
-{
-    const char *force = getenv("MOEPERM_FORCE_PORTABLE");
-    if (force && *force && strcmp(force, "0") != 0)
-        return MOEPERM_PATH_PORTABLE;
-#ifdef MOEPERM_HAVE_X86_PATH
-    if (moeperm_x86_avx512_available())
-        return MOEPERM_PATH_X86_AVX512;
-    if (moeperm_x86_available())
-        return MOEPERM_PATH_X86_AVX2;
-#endif
-    return MOEPERM_PATH_PORTABLE;
-}
-
-/* Read once: the environment and the CPU do not change under a run. */
-static atomic_int best_path = -1;
-static atomic_int chosen_path = MOEPERM_PATH_AUTO;
-
-moeperm_kernel_path moeperm_kernel_best_path(void)
-{
-    int path = atomic_load_explicit(&best_path, memory_order_relaxed);
-    if (path < 0) {
-        path = (int)detect_best_path();
-        atomic_store_explicit(&best_path, path, memory_order_relaxed);
-    }
-    return (moeperm_kernel_path)path;
-}
-
-void moeperm_kernel_choose_path(moeperm_kernel_path path)
-{
-    atomic_store_explicit(&chosen_path, (int)path, memory_order_relaxed);
-}
-
-const char *moeperm_kernel_path_name(moeperm_kernel_path path)
-{
-    switch (path) {
-    case MOEPERM_PATH_PORTABLE:
-        return "portable";
-    case MOEPERM_PATH_X86_AVX512:
-        return "x86-avx512";
-    case MOEPERM_PATH_X86_AVX2:
-        return "x86-avx2";
-    default:
-        return "auto";
-    }
-}
-
-moeperm_kernel_path moeperm_kernel_resolve_path(moeperm_kernel_path path)
-{
-    if (path == MOEPERM_PATH_AUTO)
-        path = (moeperm_kernel_path)atomic_load_explicit(&chosen_path, memory_order_relaxed);
-    if (path == MOEPERM_PATH_AUTO)
-        path = moeperm_kernel_best_path();
-#ifdef MOEPERM_HAVE_X86_PATH
-    if (path == MOEPERM_PATH_X86_AVX512 && moeperm_x86_avx512_available())
-        return path;
-    if (path == MOEPERM_PATH_X86_AVX2 && moeperm_x86_available())
-        return path;
-#endif
-    return MOEPERM_PATH_PORTABLE;
-}
-
-void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
-                             moeperm_kernel_path path)
+void moeperm_kernel_run_isa(const struct moeperm_executor *plan, int threads, moeperm_isa isa)
 {
     int64_t tokens = plan->out.dims[0], hidden = plan->out.dims[1];
     if (tokens == 0 || hidden == 0)
         return;
     int team = moeperm_kernel_threads(plan, threads);
-    path = moeperm_kernel_resolve_path(path);
+    isa = moeperm_isa_resolve(isa);
 #ifdef MOEPERM_HAVE_X86_PATH
     bool unit_columns = plan->grad.strides[1] == 1 && plan->out.strides[1] == 1;
-    if (path != MOEPERM_PATH_PORTABLE && unit_columns) {
-        moeperm_x86_run(plan, team, path == MOEPERM_PATH_X86_AVX512);
+    if (isa != MOEPERM_ISA_PORTABLE && unit_columns) {
+        moeperm_x86_run(plan, team, isa == MOEPERM_ISA_X86_AVX512);
         return;
     }
 #endif
@@ -247,7 +157,7 @@ void moeperm_kernel_run_path(const struct moeperm_executor *plan, int threads,
 
 void moeperm_kernel_run(const struct moeperm_executor *plan, int threads)
 {
-    moeperm_kernel_run_path(plan, threads, MOEPERM_PATH_AUTO);
+    moeperm_kernel_run_isa(plan, threads, MOEPERM_ISA_AUTO);
 }
 
 moeperm_status moeperm_token_permute_grad_get_workspace_size(

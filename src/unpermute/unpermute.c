@@ -23,8 +23,7 @@
  * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS).
  *
  * That portable loop is the reference.  Where MoeTokenPermuteGrad runs its
- * x86 fast path (kernel.h: the same choice, MOEPERM_FORCE_PORTABLE=1 turns
- * it off) and the rows and out have unit column strides, the operator runs
+ * x86 fast path (the same choice, src/core/dispatch.c's) and the rows and out have unit column strides, the operator runs
  * that path's scaled segments instead (src/x86/), which keep the sums in
  * registers across all of a token's rows; tests/core/test_fast_paths.c holds
  * them to this loop bit for bit.
@@ -312,11 +311,11 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
 #ifdef MOEPERM_HAVE_X86_PATH
-    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_path() */
-    moeperm_kernel_path path = moeperm_kernel_resolve_path(MOEPERM_PATH_AUTO);
-    if (path != MOEPERM_PATH_PORTABLE && plan->unpermute.permuted_tokens.strides[1] == 1 &&
+    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_isa() */
+    moeperm_isa isa = moeperm_isa_resolve(MOEPERM_ISA_AUTO);
+    if (isa != MOEPERM_ISA_PORTABLE && plan->unpermute.permuted_tokens.strides[1] == 1 &&
         plan->unpermute.out.strides[1] == 1) {
-        moeperm_x86_run_unpermute(plan, team, path == MOEPERM_PATH_X86_AVX512);
+        moeperm_x86_run_unpermute(plan, team, isa == MOEPERM_ISA_X86_AVX512);
         return;
     }
 #endif

@@ -705,7 +705,7 @@ static void resolve(const struct moeperm_unpermute_grad_plan *plan, ug_ctx *c)
 }
 
 bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, int threads,
-                                int path)
+                                moeperm_isa isa)
 {
     ug_ctx c;
     resolve(plan, &c);
@@ -727,13 +727,13 @@ bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, 
 
     ug_range range = range_portable;
 #ifdef MOEPERM_HAVE_X86_PATH
-    moeperm_kernel_path resolved = moeperm_kernel_resolve_path((moeperm_kernel_path)path);
-    if (resolved == MOEPERM_PATH_X86_AVX512)
+    moeperm_isa resolved = moeperm_isa_resolve(isa);
+    if (resolved == MOEPERM_ISA_X86_AVX512)
         range = range_avx512;
-    else if (resolved == MOEPERM_PATH_X86_AVX2)
+    else if (resolved == MOEPERM_ISA_X86_AVX2)
         range = range_avx2;
 #else
-    (void)path;
+    (void)isa;
 #endif
     bool stream = (double)c.rows * (double)c.hidden * (double)c.size >= (double)STREAM_MIN_BYTES;
     /* Every thread's scratch is taken before any output is written, so

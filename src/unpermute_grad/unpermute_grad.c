@@ -306,7 +306,7 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
     moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
     if (status != MOEPERM_SUCCESS)
         return status;
-    bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_PATH_AUTO);
+    bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_ISA_AUTO);
     free(executor);
     if (!done)
         return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the kernel's scratch");

@@ -31,6 +31,11 @@
 
 #include <cmocka.h>
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+#include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/internal.h"
 #include "core/kernel.h"
@@ -38,11 +43,7 @@
 
 static bool have_fast_path(void)
 {
-#ifdef MOEPERM_HAVE_X86_PATH
-    return moeperm_x86_available();
-#else
-    return false;
-#endif
+    return moeperm_isa_supported(MOEPERM_ISA_X86_AVX2);
 }
 
 #ifdef MOEPERM_HAVE_X86_PATH
@@ -52,7 +53,7 @@ static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_
 /* The vector conversions of each instruction set this CPU has. */
 typedef struct conversions {
     const char *name;
-    bool (*available)(void);
+    moeperm_isa isa;
     void (*bf16_to_float)(const uint16_t *, float *, size_t);
     void (*fp16_to_float)(const uint16_t *, float *, size_t);
     void (*float_to_bf16)(const float *, uint16_t *, size_t);
@@ -60,9 +61,9 @@ typedef struct conversions {
 } conversions;
 
 static const conversions sets[2] = {
-    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+    {"avx2", MOEPERM_ISA_X86_AVX2, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
      moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
-    {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
+    {"avx512", MOEPERM_ISA_X86_AVX512, moeperm_x86_bf16_to_float_avx512,
      moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
      moeperm_x86_float_to_fp16_avx512},
 };
@@ -80,7 +81,7 @@ static void test_every_bf16_and_fp16_widening_matches_fp_h(void **state)
     for (uint32_t i = 0; i < 65536; i++)
         src[i] = (uint16_t)i;
     for (int set = 0; set < 2; set++) {
-        if (!sets[set].available())
+        if (!moeperm_isa_supported(sets[set].isa))
             continue;
         sets[set].bf16_to_float(src, bf, 65536);
         sets[set].fp16_to_float(src, fp, 65536);
@@ -126,7 +127,7 @@ static void test_narrowing_edges_and_random_patterns_match_fp_h(void **state)
     while (n < N)
         src[n++] = fp_from_bits((uint32_t)naive_rand(&rng));
     for (int set = 0; set < 2; set++) {
-        if (!sets[set].available())
+        if (!moeperm_isa_supported(sets[set].isa))
             continue;
         sets[set].float_to_bf16(src, bf, N);
         sets[set].float_to_fp16(src, fp, N);
@@ -233,15 +234,13 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
     assert_non_null(ix);
     assert_non_null(o);
     struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
-    moeperm_kernel_run_path(&plan, 1, MOEPERM_PATH_PORTABLE);
+    moeperm_kernel_run_isa(&plan, 1, MOEPERM_ISA_PORTABLE);
     plan.out.data = got;
-    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
-                                                 MOEPERM_PATH_X86_AVX512};
     for (int p = 0; p < 2; p++) {
-        if (!sets[p].available())
+        if (!moeperm_isa_supported(sets[p].isa))
             continue;
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_run_path(&plan, threads, paths[p]);
+        moeperm_kernel_run_isa(&plan, threads, sets[p].isa);
         for (int64_t i = 0; i < out_elems; i++) {
             uint32_t w = 0, v = 0;
             memcpy(&w, want + i * (int64_t)es, es);
@@ -485,15 +484,13 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
     plan.unpermute.out = *to;
     plan.unpermute.top_k = top_k;
     plan.unpermute.has_probs = true;
-    moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
     moeperm_unpermute_run(&plan, 1);
     plan.unpermute.out.data = got;
     bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
-    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
-                                                 MOEPERM_PATH_X86_AVX512};
     char what[160];
     for (int p = 0; p < 2; p++) {
-        if (!sets[p].available())
+        if (!moeperm_isa_supported(sets[p].isa))
             continue;
         snprintf(what, sizeof what,
                  "tokens %s, probs %s, T=%lld K=%lld H=%lld R=%lld, %s, %d threads",
@@ -505,11 +502,11 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
             expect_same_buffer(number, what, want, got, out_elems, es);
         }
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_choose_path(paths[p]);
+        assert_int_equal(moeperm_isa_choose(sets[p].isa), MOEPERM_SUCCESS);
         moeperm_unpermute_run(&plan, threads);
         expect_same_buffer(number, what, want, got, out_elems, es);
     }
-    moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
     moeperm_tensor_destroy(tx);
     moeperm_tensor_destroy(ti);
     moeperm_tensor_destroy(tp);
@@ -679,15 +676,15 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
             plan.unpermute.out = *to;
             plan.unpermute.top_k = K;
             plan.unpermute.has_probs = true;
-            moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+            assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
             feclearexcept(FE_ALL_EXCEPT);
             moeperm_unpermute_run(&plan, 1);
             if (fetestexcept(FE_INVALID))
                 fail_msg("%s, H=%lld: the portable loop raised invalid",
                          moeperm_dtype_name(dtypes[d]), (long long)h);
-            moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+            assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
             for (int set = 0; set < 2; set++) {
-                if (!sets[set].available())
+                if (!moeperm_isa_supported(sets[set].isa))
                     continue;
                 feclearexcept(FE_ALL_EXCEPT);
                 moeperm_x86_run_unpermute(&plan, 1, set == 1);
@@ -706,23 +703,68 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
 
 #endif
 
-/* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
- * (tests/meson.build runs this test alone once more with it set). */
+/* What this CPU runs, asked here apart from the library: AVX2 with F16C,
+ * and AVX-512 F, BW and VL (the library's requirements, moeperm.h). */
+static moeperm_isa cpu_best_isa(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    unsigned int eax, ebx, ecx, edx;
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+                (ecx & bit_F16C) != 0;
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return MOEPERM_ISA_X86_AVX512;
+    if (avx2)
+        return MOEPERM_ISA_X86_AVX2;
+#endif
+    return MOEPERM_ISA_PORTABLE;
+}
+
+/* MOEPERM_FORCE_PORTABLE=1 makes the default instruction set the portable
+ * one, else it is the best this CPU has (tests/core/meson.build runs this
+ * test alone once more with the variable set). */
 static void test_force_portable_env_picks_the_portable_path(void **state)
 {
     (void)state;
     const char *force = getenv("MOEPERM_FORCE_PORTABLE");
-    moeperm_kernel_path best = moeperm_kernel_best_path();
-    if (force && strcmp(force, "1") == 0)
-        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
-#ifdef MOEPERM_HAVE_X86_PATH
-    else if (moeperm_x86_avx512_available())
-        assert_int_equal(best, MOEPERM_PATH_X86_AVX512);
-#endif
-    else if (have_fast_path())
-        assert_int_equal(best, MOEPERM_PATH_X86_AVX2);
-    else
-        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+    moeperm_isa want = force && strcmp(force, "1") == 0 ? MOEPERM_ISA_PORTABLE : cpu_best_isa();
+    assert_int_equal(moeperm_isa_best(), want);
+    assert_int_equal(moeperm_isa_in_use(), want);
+}
+
+/* moeperm_isa_choose() changes what runs use until AUTO goes back to the
+ * default; a set this CPU lacks, or no set at all, is refused with a
+ * sentence and leaves the choice as it was. */
+static void test_isa_choose_sets_the_set_in_use_and_refuses_what_the_cpu_lacks(void **state)
+{
+    (void)state;
+    moeperm_isa best = moeperm_isa_in_use();
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
+    assert_int_equal(moeperm_isa_in_use(), MOEPERM_ISA_PORTABLE);
+    moeperm_isa cpu = cpu_best_isa();
+    static const moeperm_isa vector_sets[2] = {MOEPERM_ISA_X86_AVX2, MOEPERM_ISA_X86_AVX512};
+    for (int i = 0; i < 2; i++) {
+        moeperm_status status = moeperm_isa_choose(vector_sets[i]);
+        if (vector_sets[i] <= cpu) {
+            assert_int_equal(status, MOEPERM_SUCCESS);
+            assert_int_equal(moeperm_isa_in_use(), vector_sets[i]);
+        } else {
+            assert_int_equal(status, MOEPERM_ERR_PARAM_INVALID);
+            assert_non_null(strstr(moeperm_last_error(), moeperm_isa_name(vector_sets[i])));
+        }
+    }
+    moeperm_isa before = moeperm_isa_in_use();
+    assert_int_equal(moeperm_isa_choose((moeperm_isa)7), MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "isa = 7"));
+    assert_int_equal(moeperm_isa_in_use(), before);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
+    assert_int_equal(moeperm_isa_in_use(), best);
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_AUTO), "auto");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_PORTABLE), "portable");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_X86_AVX2), "x86-avx2");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_X86_AVX512), "x86-avx512");
+    assert_string_equal(moeperm_isa_name((moeperm_isa)9), "unknown");
 }
 
 int main(int argc, char **argv)
@@ -754,6 +796,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unpermute_infinite_probs_raise_no_invalid_flag),
 #endif
         cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+        cmocka_unit_test(test_isa_choose_sets_the_set_in_use_and_refuses_what_the_cpu_lacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

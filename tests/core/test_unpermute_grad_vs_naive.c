@@ -410,8 +410,8 @@ static void test_every_path_and_thread_count_gives_the_same_bits(void **state)
             model(q, NULL);
             size_t size = naive_size(dtypes[d]), psize = naive_size(dtypes[(d + 1) % 3]);
             size_t tg_bytes = (size_t)(150 * hiddens[h]) * size, pg_bytes = 37 * 5 * psize;
-            const int paths[3] = {MOEPERM_PATH_PORTABLE, MOEPERM_PATH_X86_AVX2,
-                                  MOEPERM_PATH_X86_AVX512};
+            const moeperm_isa paths[3] = {MOEPERM_ISA_PORTABLE, MOEPERM_ISA_X86_AVX2,
+                                          MOEPERM_ISA_X86_AVX512};
             for (int path = 0; path < 3; path++)
                 for (int threads = 1; threads <= 3; threads++) {
                     moeperm_executor *plan = NULL;
@@ -456,8 +456,8 @@ static void test_large_outputs_aligned_or_not_on_every_path(void **state)
         char *tokens_grad = aligned_alloc(64, (bytes + (size_t)offset * size + 64 + 63) / 64 * 64);
         int64_t tdims[2] = {rows, hidden}, gdims[2] = {tokens_num, hidden};
         int64_t pdims[2] = {tokens_num, top_k}, idims[1] = {tokens_num * top_k};
-        const int paths[3] = {MOEPERM_PATH_PORTABLE, MOEPERM_PATH_X86_AVX2,
-                              MOEPERM_PATH_X86_AVX512};
+        const moeperm_isa paths[3] = {MOEPERM_ISA_PORTABLE, MOEPERM_ISA_X86_AVX2,
+                                      MOEPERM_ISA_X86_AVX512};
         for (int path = 0; path < 3; path++) {
             memset(tokens_grad, 0xa5, bytes + (size_t)offset * size + 64);
             moeperm_tensor *t = moeperm_tensor_create(tdims, 2, dtype, NULL, 0, q->tokens);
