@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/dispatch.h"
 #include "core/internal.h"
+#include "permute/permute.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -173,6 +175,11 @@ static moeperm_status validate_permute(const moeperm_tensor *tokens, const moepe
     return MOEPERM_SUCCESS;
 }
 
+static moeperm_status run_plan(const void *plan, int threads)
+{
+    return moeperm_permute_run(plan, threads);
+}
+
 moeperm_status moeperm_token_permute_get_workspace_size(
     const moeperm_tensor *tokens, const moeperm_tensor *indices, int64_t num_out_tokens,
     bool padded_mode, moeperm_tensor *permute_tokens_out, moeperm_tensor *sorted_indices_out,
@@ -200,18 +207,19 @@ moeperm_status moeperm_token_permute_get_workspace_size(
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    struct moeperm_executor *plan = calloc(1, sizeof *plan);
-    if (!plan)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
-    plan->op = MOEPERM_OP_PERMUTE;
-    plan->permute.tokens = *tokens;
-    plan->permute.indices = *indices;
-    plan->permute.permute_tokens = *permute_tokens_out;
-    plan->permute.sorted_indices = *sorted_indices_out;
-    plan->permute.top_k = top_k;
-    plan->permute.num_out_tokens = num_out;
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_PERMUTE, run_plan, sizeof(struct moeperm_permute_plan));
+    if (!made)
+        return MOEPERM_ERR_INNER;
+    struct moeperm_permute_plan *plan = made->plan;
+    plan->tokens = *tokens;
+    plan->indices = *indices;
+    plan->permute_tokens = *permute_tokens_out;
+    plan->sorted_indices = *sorted_indices_out;
+    plan->top_k = top_k;
+    plan->num_out_tokens = num_out;
     *workspace_size = 0;
-    *executor = plan;
+    *executor = made;
     return MOEPERM_SUCCESS;
 }
 
@@ -288,12 +296,12 @@ static void copy_row(char *restrict dst, int64_t dst_step, const char *restrict 
         memcpy(dst + h * ds, src + h * ss, (size_t)size);
 }
 
-moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int threads)
+moeperm_status moeperm_permute_run(const struct moeperm_permute_plan *plan, int threads)
 {
-    const moeperm_tensor *tokens = &plan->permute.tokens, *ix = &plan->permute.indices;
-    const moeperm_tensor *out = &plan->permute.permute_tokens;
-    const moeperm_tensor *sorted = &plan->permute.sorted_indices;
-    int64_t top_k = plan->permute.top_k, num_out = plan->permute.num_out_tokens;
+    const moeperm_tensor *tokens = &plan->tokens, *ix = &plan->indices;
+    const moeperm_tensor *out = &plan->permute_tokens;
+    const moeperm_tensor *sorted = &plan->sorted_indices;
+    int64_t top_k = plan->top_k, num_out = plan->num_out_tokens;
     int64_t tokens_num = tokens->dims[0], hidden = tokens->dims[1];
     int64_t count = tokens_num * top_k;
     if (count == 0)
@@ -375,10 +383,5 @@ moeperm_status moeperm_token_permute(void *workspace, uint64_t workspace_size,
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_PERMUTE);
-    if (status != MOEPERM_SUCCESS)
-        return status;
-    status = moeperm_permute_run(executor, 0);
-    free(executor);
-    return status;
+    return moeperm_executor_finish(executor, stream, MOEPERM_OP_PERMUTE);
 }

@@ -3,23 +3,10 @@
  * validation and the chip a plan's tiling follows; kernel.c runs the
  * model of model.h over a plan.
  */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "core/fp.h"
-#include "core/fp_env.h"
+#include "core/checks.h"
 #include "core/internal.h"
-#include "core/kernel.h"
 #include "unpermute_grad/model.h"
-
-#ifdef MOEPERM_HAVE_X86_PATH
-#include <immintrin.h>
-#endif
+#include "unpermute_grad/unpermute_grad.h"
 
 /* ---------------------------------------------------------------------- */
 /* Validation                                                             */
@@ -29,33 +16,6 @@ typedef struct ug_shape {
     int64_t tokens, top_k, hidden, rows;
 } ug_shape;
 
-static moeperm_status same_dtype(const moeperm_tensor *t, const char *what,
-                                 const moeperm_tensor *like, const char *like_what)
-{
-    if (t->dtype == like->dtype)
-        return MOEPERM_SUCCESS;
-    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s dtype %d (%s) differs from %s dtype %d (%s)",
-                        what, (int)t->dtype, moeperm_dtype_name(t->dtype), like_what,
-                        (int)like->dtype, moeperm_dtype_name(like->dtype));
-}
-
-/* Two non-empty views whose byte ranges meet. */
-static moeperm_status check_apart(const moeperm_tensor *a, const char *a_what,
-                                  const moeperm_tensor *b, const char *b_what)
-{
-    int64_t a_lo, a_hi, b_lo, b_hi;
-    moeperm_status status;
-    if (element_count(a) == 0 || element_count(b) == 0)
-        return MOEPERM_SUCCESS;
-    if ((status = byte_span(a, a_what, &a_lo, &a_hi)) != MOEPERM_SUCCESS ||
-        (status = byte_span(b, b_what, &b_lo, &b_hi)) != MOEPERM_SUCCESS)
-        return status;
-    uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
-    if (pa + (uintptr_t)a_lo < pb + (uintptr_t)b_hi && pb + (uintptr_t)b_lo < pa + (uintptr_t)a_hi)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s overlaps %s in memory", a_what, b_what);
-    return MOEPERM_SUCCESS;
-}
-
 /* Everything about the inputs but the values of sorted_indices (checked
  * last, once the cheap checks have passed).  probs may be NULL. */
 static moeperm_status check_inputs(const moeperm_tensor *tokens, const moeperm_tensor *grad,
@@ -63,20 +23,17 @@ static moeperm_status check_inputs(const moeperm_tensor *tokens, const moeperm_t
                                    ug_shape *shape)
 {
     moeperm_status status;
-    if ((status = check_float_dtype(tokens, "permuted_tokens")) ||
-        (status = same_dtype(grad, "unpermuted_tokens_grad", tokens, "permuted_tokens")))
+    if ((status = moeperm_check_float_dtype(tokens, "permuted_tokens")) ||
+        (status = moeperm_check_same_dtype(grad, "unpermuted_tokens_grad", tokens, "permuted_tokens")))
         return status;
-    if (indices->dtype != MOEPERM_INT32)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices dtype %d (%s) is not INT32 (3)", (int)indices->dtype,
-                            moeperm_dtype_name(indices->dtype));
-    if (probs && (status = check_float_dtype(probs, "probs")))
+    if ((status = moeperm_check_int32(indices, "sorted_indices")) ||
+        (probs && (status = moeperm_check_float_dtype(probs, "probs"))))
         return status;
 
-    if ((status = check_ndim(tokens, "permuted_tokens", 2, "[num_out_tokens, hidden_size]")) ||
-        (status = check_ndim(grad, "unpermuted_tokens_grad", 2, "[tokens_num, hidden_size]")) ||
-        (status = check_ndim(indices, "sorted_indices", 1, "[tokens_num * top_k]")) ||
-        (probs && (status = check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
+    if ((status = moeperm_check_ndim(tokens, "permuted_tokens", 2, "[num_out_tokens, hidden_size]")) ||
+        (status = moeperm_check_ndim(grad, "unpermuted_tokens_grad", 2, "[tokens_num, hidden_size]")) ||
+        (status = moeperm_check_ndim(indices, "sorted_indices", 1, "[tokens_num * top_k]")) ||
+        (probs && (status = moeperm_check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
         return status;
 
     int64_t tokens_num = grad->dims[0], hidden = grad->dims[1], rows = tokens->dims[0];
@@ -115,19 +72,11 @@ static moeperm_status check_inputs(const moeperm_tensor *tokens, const moeperm_t
                             "entries of sorted_indices",
                             (long long)rows, (long long)count);
 
-    if ((status = check_data(tokens, "permuted_tokens")) ||
-        (status = check_data(grad, "unpermuted_tokens_grad")) ||
-        (status = check_data(indices, "sorted_indices")) ||
-        (probs && (status = check_data(probs, "probs"))))
+    if ((status = moeperm_check_view(tokens, "permuted_tokens")) ||
+        (status = moeperm_check_view(grad, "unpermuted_tokens_grad")) ||
+        (status = moeperm_check_view(indices, "sorted_indices")) ||
+        (probs && (status = moeperm_check_view(probs, "probs"))))
         return status;
-    const moeperm_tensor *views[4] = {tokens, grad, indices, probs};
-    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
-    for (int i = 0; i < 4; i++) {
-        int64_t lo, hi;
-        if (views[i] && element_count(views[i]) > 0 &&
-            (status = byte_span(views[i], names[i], &lo, &hi)))
-            return status;
-    }
     shape->tokens = tokens_num;
     shape->top_k = top_k;
     shape->hidden = hidden;
@@ -151,19 +100,11 @@ static moeperm_status check_output(const moeperm_tensor *out, const char *what,
                                    const char *const input_names[4])
 {
     moeperm_status status;
-    int64_t lo, hi;
-    if ((status = check_data(out, what)))
+    if ((status = moeperm_check_view(out, what)) ||
+        (status = moeperm_check_no_self_overlap(out, what)))
         return status;
-    if (element_count(out) == 0)
-        return MOEPERM_SUCCESS;
-    if ((status = byte_span(out, what, &lo, &hi)))
-        return status;
-    if (overlaps_itself(out))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "%s strides [%lld, %lld] make distinct elements share memory", what,
-                            (long long)out->strides[0], (long long)out->strides[1]);
     for (int i = 0; i < 4; i++)
-        if (inputs[i] && (status = check_apart(out, what, inputs[i], input_names[i])))
+        if (inputs[i] && (status = moeperm_check_disjoint(out, what, inputs[i], input_names[i])))
             return status;
     return MOEPERM_SUCCESS;
 }
@@ -179,12 +120,12 @@ static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tenso
                             "padded_mode = true is not supported; only false is");
     if ((status = check_inputs(tokens, grad, indices, probs, shape)))
         return status;
-    if ((status = same_dtype(tokens_grad, "permuted_tokens_grad_out", tokens, "permuted_tokens")) ||
-        (probs && (status = same_dtype(probs_grad, "probs_grad_out", probs, "probs"))))
+    if ((status = moeperm_check_same_dtype(tokens_grad, "permuted_tokens_grad_out", tokens, "permuted_tokens")) ||
+        (probs && (status = moeperm_check_same_dtype(probs_grad, "probs_grad_out", probs, "probs"))))
         return status;
-    if ((status = check_ndim(tokens_grad, "permuted_tokens_grad_out", 2,
+    if ((status = moeperm_check_ndim(tokens_grad, "permuted_tokens_grad_out", 2,
                              "[num_out_tokens, hidden_size]")) ||
-        (probs && (status = check_ndim(probs_grad, "probs_grad_out", 2, "[tokens_num, top_k]"))))
+        (probs && (status = moeperm_check_ndim(probs_grad, "probs_grad_out", 2, "[tokens_num, top_k]"))))
         return status;
     if ((status = check_shape2(tokens_grad, "permuted_tokens_grad_out", shape->rows, shape->hidden,
                                "permuted_tokens")) ||
@@ -197,15 +138,22 @@ static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tenso
                                   "probs"};
     if ((status = check_output(tokens_grad, "permuted_tokens_grad_out", inputs, names)) ||
         (probs && (status = check_output(probs_grad, "probs_grad_out", inputs, names))) ||
-        (probs && (status = check_apart(tokens_grad, "permuted_tokens_grad_out", probs_grad,
+        (probs && (status = moeperm_check_disjoint(tokens_grad, "permuted_tokens_grad_out", probs_grad,
                                         "probs_grad_out"))))
         return status;
-    return check_indices(indices);
+    return moeperm_check_sorted_indices(indices);
 }
 
 /* ---------------------------------------------------------------------- */
 /* The API                                                                */
 /* ---------------------------------------------------------------------- */
+
+static moeperm_status run_plan(const void *plan, int threads)
+{
+    if (!moeperm_unpermute_grad_run(plan, threads, MOEPERM_ISA_AUTO))
+        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the kernel's scratch");
+    return MOEPERM_SUCCESS;
+}
 
 moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     const moeperm_tensor *permuted_tokens, const moeperm_tensor *unpermuted_tokens_grad,
@@ -243,11 +191,11 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    struct moeperm_executor *plan = calloc(1, sizeof *plan);
-    if (!plan)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
-    plan->op = MOEPERM_OP_UNPERMUTE_GRAD;
-    struct moeperm_unpermute_grad_plan *ug = &plan->unpermute_grad;
+    moeperm_executor *made = moeperm_executor_new(MOEPERM_OP_UNPERMUTE_GRAD, run_plan,
+                                                  sizeof(struct moeperm_unpermute_grad_plan));
+    if (!made)
+        return MOEPERM_ERR_INNER;
+    struct moeperm_unpermute_grad_plan *ug = made->plan;
     ug->permuted_tokens = *permuted_tokens;
     ug->grad = *unpermuted_tokens_grad;
     ug->indices = *sorted_indices;
@@ -261,7 +209,7 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     ug->chip.ub_bytes = MOEPERM_CHIP_A2_UB_BYTES;
     ug->chip.vector_cores = MOEPERM_CHIP_A2_VECTOR_CORES;
     *workspace_size = 0;
-    *executor = plan;
+    *executor = made;
     return MOEPERM_SUCCESS;
 }
 
@@ -288,13 +236,14 @@ moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moepe
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "chip is NULL");
     if (executor->op != MOEPERM_OP_UNPERMUTE_GRAD)
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "the executor was planned by %s, whose arithmetic does not depend "
-                            "on the chip",
-                            moeperm_executor_planner(executor->op));
+                            "the executor was planned by %s's first phase, whose arithmetic "
+                            "does not depend on the chip",
+                            moeperm_op_name(executor->op) ? moeperm_op_name(executor->op)
+                                                          : "no operator");
     moeperm_status status = check_chip(chip);
     if (status != MOEPERM_SUCCESS)
         return status;
-    executor->unpermute_grad.chip = *chip;
+    ((struct moeperm_unpermute_grad_plan *)executor->plan)->chip = *chip;
     return MOEPERM_SUCCESS;
 }
 
@@ -303,14 +252,7 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
-    if (status != MOEPERM_SUCCESS)
-        return status;
-    bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_ISA_AUTO);
-    free(executor);
-    if (!done)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the kernel's scratch");
-    return MOEPERM_SUCCESS;
+    return moeperm_executor_finish(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
 }
 
 moeperm_status moeperm_token_unpermute_grad_tiling(int64_t tokens_num, int64_t top_k,
@@ -347,8 +289,8 @@ moeperm_status moeperm_token_unpermute_grad_tiling(int64_t tokens_num, int64_t t
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "num_out_tokens = %lld is negative",
                             (long long)num_out_tokens);
     moeperm_tensor tokens_view = {.dtype = tokens_dtype}, probs_view = {.dtype = probs_dtype};
-    if ((status = check_float_dtype(&tokens_view, "tokens_dtype")) ||
-        (has_probs && (status = check_float_dtype(&probs_view, "probs_dtype"))))
+    if ((status = moeperm_check_float_dtype(&tokens_view, "tokens_dtype")) ||
+        (has_probs && (status = moeperm_check_float_dtype(&probs_view, "probs_dtype"))))
         return status;
     moeperm_ug_tiling(tokens_num, top_k, hidden_size, num_out_tokens,
                       (int64_t)moeperm_dtype_size(tokens_dtype), has_probs,
@@ -389,9 +331,9 @@ moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
                                        probs};
     const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
     for (int i = 0; i < 4; i++)
-        if ((status = check_apart(&view, "exact", inputs[i], names[i])))
+        if ((status = moeperm_check_disjoint(&view, "exact", inputs[i], names[i])))
             return status;
-    if ((status = check_indices(sorted_indices)))
+    if ((status = moeperm_check_sorted_indices(sorted_indices)))
         return status;
     return moeperm_ug_exact(permuted_tokens, unpermuted_tokens_grad, sorted_indices, shape.top_k,
                             exact);

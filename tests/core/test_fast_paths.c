@@ -1,6 +1,6 @@
 /*
  * The fast paths against the portable path, bit for bit (docs/arithmetic.md
- * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * fixes the bits, and the portable loop of src/sum/sum.c is the reference),
  * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/core/test_fast_conversions_exhaustive.c does all 2^32),
@@ -38,7 +38,8 @@
 #include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "sum/sum.h"
+#include "unpermute/unpermute.h"
 #include "naive.h"
 
 static bool have_fast_path(void)
@@ -233,14 +234,14 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
     assert_non_null(g);
     assert_non_null(ix);
     assert_non_null(o);
-    struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
-    moeperm_kernel_run_isa(&plan, 1, MOEPERM_ISA_PORTABLE);
+    struct moeperm_sum plan = {.permuted = *g, .indices = *ix, .out = *o, .top_k = top_k};
+    moeperm_sum_run(&plan, 1, MOEPERM_ISA_PORTABLE);
     plan.out.data = got;
     for (int p = 0; p < 2; p++) {
         if (!moeperm_isa_supported(sets[p].isa))
             continue;
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_run_isa(&plan, threads, sets[p].isa);
+        moeperm_sum_run(&plan, threads, sets[p].isa);
         for (int64_t i = 0; i < out_elems; i++) {
             uint32_t w = 0, v = 0;
             memcpy(&w, want + i * (int64_t)es, es);
@@ -425,6 +426,24 @@ static void expect_same_buffer(int number, const char *what, const char *want, c
     }
 }
 
+/* A MoeTokenUnpermute plan with probs over four views (not NULL). */
+static struct moeperm_unpermute_plan unpermute_plan_of(const moeperm_tensor *tx,
+                                                       const moeperm_tensor *ti,
+                                                       const moeperm_tensor *tp,
+                                                       const moeperm_tensor *to, int64_t top_k)
+{
+    assert_non_null(tx);
+    assert_non_null(ti);
+    assert_non_null(tp);
+    assert_non_null(to);
+    struct moeperm_unpermute_plan plan = {
+        .sum = {.permuted = *tx, .indices = *ti, .out = *to, .top_k = top_k},
+        .probs = *tp,
+        .has_probs = true,
+    };
+    return plan;
+}
+
 /* One MoeTokenUnpermute case: the portable loop on one thread gives the
  * expected bits; each x86 path this CPU has must give the same, called
  * directly (unit column strides only) and through moeperm_unpermute_run()
@@ -473,20 +492,10 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
     moeperm_tensor *tp =
         moeperm_tensor_create(pdims, 2, probs_dtype, pstrides, ul.probs_offset, probs);
     moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
-    assert_non_null(tx);
-    assert_non_null(ti);
-    assert_non_null(tp);
-    assert_non_null(to);
-    struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-    plan.unpermute.permuted_tokens = *tx;
-    plan.unpermute.sorted_indices = *ti;
-    plan.unpermute.probs = *tp;
-    plan.unpermute.out = *to;
-    plan.unpermute.top_k = top_k;
-    plan.unpermute.has_probs = true;
+    struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, top_k);
     assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
     moeperm_unpermute_run(&plan, 1);
-    plan.unpermute.out.data = got;
+    plan.sum.out.data = got;
     bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
     char what[160];
     for (int p = 0; p < 2; p++) {
@@ -498,7 +507,7 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
                  (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
         if (unit_columns) {
             memset(got, 0x5a, (size_t)out_elems * es);
-            moeperm_x86_run_unpermute(&plan, threads, p == 1);
+            moeperm_x86_run_unpermute(&plan.sum, &plan.probs, threads, p == 1);
             expect_same_buffer(number, what, want, got, out_elems, es);
         }
         memset(got, 0x5a, (size_t)out_elems * es);
@@ -665,17 +674,7 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
             moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
             moeperm_tensor *tp = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
             moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtypes[d], NULL, 0, out);
-            assert_non_null(tx);
-            assert_non_null(ti);
-            assert_non_null(tp);
-            assert_non_null(to);
-            struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-            plan.unpermute.permuted_tokens = *tx;
-            plan.unpermute.sorted_indices = *ti;
-            plan.unpermute.probs = *tp;
-            plan.unpermute.out = *to;
-            plan.unpermute.top_k = K;
-            plan.unpermute.has_probs = true;
+            struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, K);
             assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
             feclearexcept(FE_ALL_EXCEPT);
             moeperm_unpermute_run(&plan, 1);
@@ -687,7 +686,7 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
                 if (!moeperm_isa_supported(sets[set].isa))
                     continue;
                 feclearexcept(FE_ALL_EXCEPT);
-                moeperm_x86_run_unpermute(&plan, 1, set == 1);
+                moeperm_x86_run_unpermute(&plan.sum, &plan.probs, 1, set == 1);
                 if (fetestexcept(FE_INVALID))
                     fail_msg("%s, H=%lld, %s: invalid raised", moeperm_dtype_name(dtypes[d]),
                              (long long)h, sets[set].name);

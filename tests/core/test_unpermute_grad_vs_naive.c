@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "unpermute_grad/unpermute_grad.h"
 #include "naive.h"
 #include "naive_unpermute_grad.h"
 #include "ug_call.h"
@@ -419,7 +419,7 @@ static void test_every_path_and_thread_count_gives_the_same_bits(void **state)
                     memset(q->tokens_grad, 0x5a, tg_bytes);
                     memset(q->probs_grad, 0x5a, pg_bytes);
                     assert_true(
-                        moeperm_unpermute_grad_run(&plan->unpermute_grad, threads, paths[path]));
+                        moeperm_unpermute_grad_run(plan->plan, threads, paths[path]));
                     moeperm_executor_destroy(plan);
                     char context[64];
                     snprintf(context, sizeof context, "path %d threads %d H %lld", paths[path],
@@ -473,7 +473,7 @@ static void test_large_outputs_aligned_or_not_on_every_path(void **state)
             assert_int_equal(moeperm_token_unpermute_grad_get_workspace_size(
                                  t, g, ix, pr, false, NULL, 0, tg, pg, &workspace, &plan),
                              MOEPERM_SUCCESS);
-            assert_true(moeperm_unpermute_grad_run(&plan->unpermute_grad, 2, paths[path]));
+            assert_true(moeperm_unpermute_grad_run(plan->plan, 2, paths[path]));
             moeperm_executor_destroy(plan);
             expect_same_bits("permuted_tokens_grad", tokens_grad + offset * size,
                              q->want_tokens_grad, bytes, size, "large, unaligned");

@@ -10,7 +10,7 @@
  * outside a view.
  *
  * The target keeps its own model of which calls are valid and checks:
- *  - a valid call succeeds and writes exactly tests/support/naive.c's result into
+ *  - a valid call succeeds and writes exactly tests/support/naive_permute_grad.c's result into
  *    the elements of out, and nothing into the gaps between them;
  *  - an invalid call fails with NULLPTR or PARAM_INVALID, sets a message,
  *    hands back no executor and leaves every byte of out untouched.
@@ -24,6 +24,7 @@
 #include <moeperm/moeperm.h>
 
 #include "naive.h"
+#include "naive_permute_grad.h"
 #include "fuzz_input.h"
 
 #define CHECK(cond, ...)                                                                     \

@@ -1,20 +1,18 @@
 /*
- * validate.c - every check of the first phase, each with the aclnn status
- * and a sentence that names the offending value.
+ * checks.c - the first-phase checks every operator shares (checks.h), each
+ * with the aclnn status and a sentence that names the offending value.
  *
- * The vendor's host code checks little (docs/npu.md); a reference oracle must
- * refuse everything a correct kernel is not defined for, so that a bad
- * argument is reported here instead of surfacing as wrong bits later.  The
- * kernel itself is still written to stay in bounds whatever the indices
- * hold (they are the caller's memory and may change before the run).
+ * The kernels are written to stay in bounds whatever the indices hold
+ * (they are the caller's memory and may change before the run); these
+ * checks are what makes the result defined.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/checks.h"
 
 /* Elements addressed by a view, or 0 when a dim is 0. */
-int64_t element_count(const moeperm_tensor *t)
+static int64_t element_count(const moeperm_tensor *t)
 {
     int64_t count = 1;
     for (uint64_t i = 0; i < t->ndim; i++) {
@@ -29,7 +27,7 @@ int64_t element_count(const moeperm_tensor *t)
 
 /* The byte range [*lo, *hi) a non-empty view touches, relative to its data
  * pointer.  Fails when the range does not fit in 63 bits. */
-moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo, int64_t *hi)
+static moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo, int64_t *hi)
 {
     int64_t last = t->offset;
     for (uint64_t i = 0; i < t->ndim; i++) {
@@ -52,7 +50,7 @@ moeperm_status byte_span(const moeperm_tensor *t, const char *what, int64_t *lo,
     return MOEPERM_SUCCESS;
 }
 
-moeperm_status check_data(const moeperm_tensor *t, const char *what)
+static moeperm_status check_data(const moeperm_tensor *t, const char *what)
 {
     int64_t count = element_count(t);
     if (count > 0 && !t->data)
@@ -65,7 +63,7 @@ moeperm_status check_data(const moeperm_tensor *t, const char *what)
 /* Whether two distinct elements of the 2-D view out share memory.  The test
  * is the usual sufficient one (the inner dim packs inside one step of the
  * outer dim); exotic interleavings that do not overlap are refused too. */
-bool overlaps_itself(const moeperm_tensor *out)
+static bool overlaps_itself(const moeperm_tensor *out)
 {
     int64_t d0 = out->dims[0], d1 = out->dims[1];
     int64_t s0 = out->strides[0], s1 = out->strides[1];
@@ -78,22 +76,6 @@ bool overlaps_itself(const moeperm_tensor *out)
     if (s1 <= s0)
         return s1 == 0 || s0 < (d1 - 1) * s1 + 1;
     return s0 == 0 || s1 < (d0 - 1) * s0 + 1;
-}
-
-static moeperm_status check_no_overlap(const moeperm_tensor *out, const moeperm_tensor *in,
-                                       const char *in_name)
-{
-    int64_t out_lo, out_hi, in_lo, in_hi;
-    moeperm_status status;
-    if (element_count(out) == 0 || element_count(in) == 0)
-        return MOEPERM_SUCCESS;
-    if ((status = byte_span(out, "out", &out_lo, &out_hi)) != MOEPERM_SUCCESS ||
-        (status = byte_span(in, in_name, &in_lo, &in_hi)) != MOEPERM_SUCCESS)
-        return status;
-    uintptr_t a = (uintptr_t)out->data, b = (uintptr_t)in->data;
-    if (a + (uintptr_t)out_lo < b + (uintptr_t)in_hi && b + (uintptr_t)in_lo < a + (uintptr_t)out_hi)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "out overlaps %s in memory", in_name);
-    return MOEPERM_SUCCESS;
 }
 
 /* Indices walked side by side by valid_permutation(). */
@@ -131,7 +113,7 @@ static bool valid_permutation(const int32_t *base, int64_t stride, int64_t n, ui
 /* Range and uniqueness with a bitmap of the values seen: the fast test
  * above, then, only when it fails, a walk in order that stops at the first
  * bad position to name it (and the earlier position of a repeated value). */
-moeperm_status check_indices(const moeperm_tensor *indices)
+static moeperm_status check_indices(const moeperm_tensor *indices)
 {
     int64_t n = indices->dims[0];
     if (n == 0)
@@ -175,7 +157,7 @@ moeperm_status check_indices(const moeperm_tensor *indices)
     return status;
 }
 
-moeperm_status check_float_dtype(const moeperm_tensor *t, const char *what)
+moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what)
 {
     if (t->dtype == MOEPERM_FLOAT || t->dtype == MOEPERM_FLOAT16 || t->dtype == MOEPERM_BF16)
         return MOEPERM_SUCCESS;
@@ -184,8 +166,8 @@ moeperm_status check_float_dtype(const moeperm_tensor *t, const char *what)
                         (int)t->dtype, moeperm_dtype_name(t->dtype));
 }
 
-moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
-                          const char *layout)
+moeperm_status moeperm_check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
+                                  const char *layout)
 {
     if (t->ndim == ndim)
         return MOEPERM_SUCCESS;
@@ -193,97 +175,30 @@ moeperm_status check_ndim(const moeperm_tensor *t, const char *what, uint64_t nd
                         what, (unsigned long long)t->ndim, (unsigned long long)ndim, layout);
 }
 
-moeperm_status moeperm_validate(const moeperm_tensor *grad, const moeperm_tensor *indices,
-                                int64_t top_k, bool padded_mode, const moeperm_tensor *out)
-{
-    moeperm_status status;
 
-    if (top_k < 1 || top_k > MOEPERM_MAX_TOP_K)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "num_topk = %lld is outside [1, %d]",
-                            (long long)top_k, MOEPERM_MAX_TOP_K);
-    if (padded_mode)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "padded_mode = true is not supported; only false is");
-
-    if ((status = check_float_dtype(grad, "permuted_output_grad")) != MOEPERM_SUCCESS)
-        return status;
-    if (out->dtype != grad->dtype)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out dtype %d (%s) differs from permuted_output_grad dtype %d (%s)",
-                            (int)out->dtype, moeperm_dtype_name(out->dtype), (int)grad->dtype,
-                            moeperm_dtype_name(grad->dtype));
-    if (indices->dtype != MOEPERM_INT32)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices dtype %d (%s) is not INT32 (3)", (int)indices->dtype,
-                            moeperm_dtype_name(indices->dtype));
-
-    if ((status = check_ndim(grad, "permuted_output_grad", 2, "[rows, hidden_size]")) ||
-        (status = check_ndim(indices, "sorted_indices", 1, "[tokens_num * num_topk]")) ||
-        (status = check_ndim(out, "out", 2, "[tokens_num, hidden_size]")))
-        return status;
-
-    int64_t count = indices->dims[0];
-    int64_t rows = grad->dims[0], hidden = grad->dims[1];
-    if (count > (INT64_C(1) << 31))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, more than the 2^31 that int32 "
-                            "indices can address",
-                            (long long)count);
-    if (count % top_k != 0)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, not a multiple of num_topk = %lld",
-                            (long long)count, (long long)top_k);
-    int64_t tokens = count / top_k;
-    if (out->dims[0] != tokens || out->dims[1] != hidden)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out shape is [%lld, %lld], expected [%lld, %lld] (tokens_num = "
-                            "%lld / %lld, hidden_size)",
-                            (long long)out->dims[0], (long long)out->dims[1], (long long)tokens,
-                            (long long)hidden, (long long)count, (long long)top_k);
-    if (rows > count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permuted_output_grad has %lld rows, more than the %lld entries of "
-                            "sorted_indices",
-                            (long long)rows, (long long)count);
-
-    if ((status = check_data(grad, "permuted_output_grad")) ||
-        (status = check_data(indices, "sorted_indices")) || (status = check_data(out, "out")))
-        return status;
-
-    int64_t lo, hi;
-    const moeperm_tensor *views[3] = {grad, indices, out};
-    const char *names[3] = {"permuted_output_grad", "sorted_indices", "out"};
-    for (int i = 0; i < 3; i++)
-        if (element_count(views[i]) > 0 &&
-            (status = byte_span(views[i], names[i], &lo, &hi)) != MOEPERM_SUCCESS)
-            return status;
-    if (element_count(out) > 0 && overlaps_itself(out))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out strides [%lld, %lld] make distinct elements share memory",
-                            (long long)out->strides[0], (long long)out->strides[1]);
-    if ((status = check_no_overlap(out, grad, "permuted_output_grad")) ||
-        (status = check_no_overlap(out, indices, "sorted_indices")))
-        return status;
-
-    return check_indices(indices);
-}
-
-/* ---- the checks every operator of the family shares (internal.h) -------- */
+/* ---- views and memory -------------------------------------------------- */
 
 int64_t moeperm_view_elements(const moeperm_tensor *t)
 {
     return element_count(t);
 }
 
-moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what)
+moeperm_status moeperm_check_same_dtype(const moeperm_tensor *t, const char *what,
+                                        const moeperm_tensor *like, const char *like_what)
 {
-    return check_float_dtype(t, what);
+    if (t->dtype == like->dtype)
+        return MOEPERM_SUCCESS;
+    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s dtype %d (%s) differs from %s dtype %d (%s)",
+                        what, (int)t->dtype, moeperm_dtype_name(t->dtype), like_what,
+                        (int)like->dtype, moeperm_dtype_name(like->dtype));
 }
 
-moeperm_status moeperm_check_ndim(const moeperm_tensor *t, const char *what, uint64_t ndim,
-                                  const char *layout)
+moeperm_status moeperm_check_int32(const moeperm_tensor *t, const char *what)
 {
-    return check_ndim(t, what, ndim, layout);
+    if (t->dtype == MOEPERM_INT32)
+        return MOEPERM_SUCCESS;
+    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s dtype %d (%s) is not INT32 (3)", what,
+                        (int)t->dtype, moeperm_dtype_name(t->dtype));
 }
 
 moeperm_status moeperm_check_view(const moeperm_tensor *t, const char *what)
