@@ -88,13 +88,20 @@ typedef enum moeperm_op {
 MOEPERM_API const char *moeperm_op_name(moeperm_op op);
 MOEPERM_API moeperm_op moeperm_op_parse(const char *name);
 
-/* Status codes.  The values equal the vendor's aclnnStatus. */
+/*
+ * Status codes.  The values equal the vendor's aclnnStatus.  An operator
+ * refuses what the Atlas A2/A3 device refuses, with the device's code, and
+ * what the device's kernel gives no determined result for, with 161002;
+ * moeperm_last_error() then begins "the device refuses" or "the device's
+ * result is undetermined" (docs/operators.md, "The input domain").
+ */
 typedef int32_t moeperm_status;
 #define MOEPERM_SUCCESS 0                /* the call did what it says */
 #define MOEPERM_ERR_PARAM_NULLPTR 161001 /* a required tensor, pointer or out-pointer is NULL */
 #define MOEPERM_ERR_PARAM_INVALID 161002 /* a dtype, shape, attribute or index is not accepted */
 #define MOEPERM_ERR_RUNTIME_ERROR 361001 /* a runtime failed (device, memory, stream) */
 #define MOEPERM_ERR_INNER 561000         /* internal failure, e.g. memory allocation */
+#define MOEPERM_ERR_INNER_TILING_ERROR 561002 /* the device's tiling refuses the shapes or attributes */
 
 /*
  * moeperm_status_name() returns the name of a status code, such as

@@ -63,4 +63,14 @@ moeperm_status moeperm_executor_finish(moeperm_executor *executor, void *stream,
 moeperm_status moeperm_fail(moeperm_status status, const char *format, ...)
     MOEPERM_PRINTF(2, 3);
 
+/* The two kinds of refusal of an operator's first phase (docs/operators.md,
+ * "The input domain"), each with its sentence: what the Atlas A2/A3 device
+ * refuses too, with its status (161001, 161002, or 561002 for its tiling),
+ * the sentence led by "the device refuses "; and what the device's kernel
+ * gives no determined result for, 161002, led by "the device's result is
+ * undetermined: ".  Both name the offending value. */
+moeperm_status moeperm_refuse(moeperm_status status, const char *format, ...)
+    MOEPERM_PRINTF(2, 3);
+moeperm_status moeperm_undetermined(const char *format, ...) MOEPERM_PRINTF(1, 2);
+
 #endif

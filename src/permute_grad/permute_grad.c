@@ -4,6 +4,7 @@
  * first phase checks the arguments (check.c) and registers the sum as the
  * plan.
  */
+#include "core/checks.h"
 #include "core/internal.h"
 #include "permute_grad/permute_grad.h"
 
@@ -19,33 +20,37 @@ moeperm_status moeperm_token_permute_grad_get_workspace_size(
     int64_t num_topk, bool padded_mode, moeperm_tensor *out, uint64_t *workspace_size,
     moeperm_executor **executor)
 {
+    moeperm_status status;
     if (executor)
         *executor = NULL;
-    if (!permuted_output_grad)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_output_grad is NULL");
-    if (!sorted_indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
-    if (!out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "out is NULL");
+    if ((status = moeperm_check_required(permuted_output_grad, "permuted_output_grad")) ||
+        (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
+        (status = moeperm_check_required(out, "out")))
+        return status;
     if (!workspace_size)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
     if (!executor)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
-    moeperm_status status = moeperm_permute_grad_check(permuted_output_grad, sorted_indices,
-                                                       num_topk, padded_mode, out);
+    int64_t top_k = 0;
+    bool nothing = false;
+    status = moeperm_permute_grad_check(permuted_output_grad, sorted_indices, num_topk,
+                                        padded_mode, out, &top_k, &nothing);
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    moeperm_executor *made = moeperm_executor_new(MOEPERM_OP_PERMUTE_GRAD, run_plan,
-                                                  sizeof(struct moeperm_permute_grad_plan));
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_PERMUTE_GRAD, nothing ? NULL : run_plan,
+                             nothing ? 0 : sizeof(struct moeperm_permute_grad_plan));
     if (!made)
         return MOEPERM_ERR_INNER;
-    struct moeperm_permute_grad_plan *plan = made->plan;
-    plan->sum.permuted = *permuted_output_grad;
-    plan->sum.indices = *sorted_indices;
-    plan->sum.out = *out;
-    plan->sum.top_k = num_topk;
+    if (!nothing) {
+        struct moeperm_permute_grad_plan *plan = made->plan;
+        plan->sum.permuted = *permuted_output_grad;
+        plan->sum.indices = *sorted_indices;
+        plan->sum.out = *out;
+        plan->sum.top_k = top_k;
+    }
     *workspace_size = 0;
     *executor = made;
     return MOEPERM_SUCCESS;

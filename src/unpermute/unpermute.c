@@ -344,21 +344,32 @@ void moeperm_unpermute_run(const struct moeperm_unpermute_plan *plan, int thread
     }
 }
 
-static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_tensor *ix,
-                                         const moeperm_tensor *probs, bool padded_mode,
-                                         const moeperm_tensor *out, int64_t *top_k_out)
+/*
+ * The first phase's checks (docs/operators.md, "The input domain"): what
+ * the Atlas A2/A3 device refuses, and what its kernel gives no determined
+ * result for.  The device's host code checks nothing but the dtypes: its
+ * tiling cannot fail and reads no attribute (moe_token_unpermute_tiling.cpp
+ * 86-90, 287-308), so padded_mode and restore_shape are ignored; it takes
+ * N and K from probs (112-117), or K = 1 and N = L without (119-120), and
+ * the kernel skips every slot whose index is not below R, or whose prob
+ * is 0 (moe_token_unpermute.h:244-246, 262-264).  On success *nothing says
+ * the output is empty (the plan does nothing), else *top_k_out is K.
+ */
+static moeperm_status check_unpermute(const moeperm_tensor *x, const moeperm_tensor *ix,
+                                      const moeperm_tensor *probs, const moeperm_tensor *out,
+                                      int64_t *top_k_out, bool *nothing)
 {
     moeperm_status status;
-    if (padded_mode)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "padded_mode = true is not supported; only false is");
-
     if ((status = moeperm_check_float_dtype(x, "permuted_tokens")) ||
-        (status = moeperm_check_same_dtype(out, "out", x, "permuted_tokens")))
-        return status;
-    if ((status = moeperm_check_int32(ix, "sorted_indices")) ||
+        (status = moeperm_check_same_dtype(out, "out", x, "permuted_tokens")) ||
+        (status = moeperm_check_int32(ix, "sorted_indices")) ||
         (probs && (status = moeperm_check_float_dtype(probs, "probs"))))
         return status;
+    if (moeperm_outputs_empty(&out, 1)) {
+        *nothing = true;
+        return MOEPERM_SUCCESS;
+    }
+    *nothing = false;
 
     if ((status = moeperm_check_ndim(x, "permuted_tokens", 2, "[rows, hidden_size]")) ||
         (status = moeperm_check_ndim(ix, "sorted_indices", 1, "[tokens_num * top_k]")) ||
@@ -366,41 +377,28 @@ static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_
         (probs && (status = moeperm_check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
         return status;
 
-    int64_t tokens = out->dims[0], rows = x->dims[0], hidden = x->dims[1];
+    int64_t count = ix->dims[0], hidden = x->dims[1];
+    int64_t tokens = probs ? probs->dims[0] : count;
     int64_t top_k = probs ? probs->dims[1] : 1;
-    if (probs && (top_k < 1 || top_k > MOEPERM_MAX_TOP_K))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "probs has %lld columns (top_k); top_k must be in [1, %d]",
-                            (long long)top_k, MOEPERM_MAX_TOP_K);
-    if (probs && probs->dims[0] != tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "probs shape is [%lld, %lld], expected [%lld, %lld] ([tokens_num, "
-                            "top_k], tokens_num from out)",
-                            (long long)probs->dims[0], (long long)probs->dims[1],
-                            (long long)tokens, (long long)top_k);
-    if (out->dims[1] != hidden)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out shape is [%lld, %lld], expected [%lld, %lld] (tokens_num, "
-                            "hidden_size of permuted_tokens)",
-                            (long long)out->dims[0], (long long)out->dims[1], (long long)tokens,
-                            (long long)hidden);
-    if (tokens > (INT64_C(1) << 31) / top_k)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "tokens_num * top_k = %lld * %lld is more than the 2^31 entries "
-                            "that int32 sorted_indices address",
-                            (long long)tokens, (long long)top_k);
-    int64_t count = tokens * top_k;
-    if (ix->dims[0] != count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, expected tokens_num * top_k = "
-                            "%lld * %lld = %lld",
-                            (long long)ix->dims[0], (long long)tokens, (long long)top_k,
-                            (long long)count);
-    if (rows > count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permuted_tokens has %lld rows, more than the %lld entries of "
-                            "sorted_indices",
-                            (long long)rows, (long long)count);
+    if (top_k == 0)
+        return moeperm_undetermined("probs has 0 columns (top_k = 0): the kernel still reads "
+                                    "slot 0 of each token, which has none");
+    if (top_k > MOEPERM_MAX_TOP_K)
+        return moeperm_undetermined("probs has %lld columns (top_k), above %d, the vendor's "
+                                    "documented limit, beyond which the kernel's buffers are "
+                                    "not characterised",
+                                    (long long)top_k, MOEPERM_MAX_TOP_K);
+    if ((status = moeperm_check_shape2(out, "out", tokens, hidden,
+                                       probs ? "tokens_num from probs, hidden_size from "
+                                               "permuted_tokens"
+                                             : "tokens_num = the entries of sorted_indices "
+                                               "without probs, hidden_size from "
+                                               "permuted_tokens")))
+        return status;
+    if (count / top_k < tokens)
+        return moeperm_undetermined("sorted_indices has %lld entries, fewer than tokens_num * "
+                                    "top_k = %lld * %lld: the kernel would read past its end",
+                                    (long long)count, (long long)tokens, (long long)top_k);
 
     if ((status = moeperm_check_view(x, "permuted_tokens")) ||
         (status = moeperm_check_view(ix, "sorted_indices")) ||
@@ -412,11 +410,9 @@ static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_
         (status = moeperm_check_disjoint(out, "out", ix, "sorted_indices")) ||
         (probs && (status = moeperm_check_disjoint(out, "out", probs, "probs"))))
         return status;
-    if ((status = moeperm_check_sorted_indices(ix)) != MOEPERM_SUCCESS)
-        return status;
 
     *top_k_out = top_k;
-    return MOEPERM_SUCCESS;
+    return moeperm_check_slots_nonnegative(ix, tokens * top_k, "permuted_tokens");
 }
 
 static moeperm_status run_plan(const void *plan, int threads)
@@ -431,41 +427,45 @@ moeperm_status moeperm_token_unpermute_get_workspace_size(
     uint64_t restore_shape_len, moeperm_tensor *out, uint64_t *workspace_size,
     moeperm_executor **executor)
 {
+    moeperm_status status;
+    /* padded_mode and restore_shape: never read by the Atlas A2/A3 host
+     * code; restore_shape is not even dereferenced, so NULL with a length
+     * is accepted as on MoeTokenUnpermuteGrad */
+    (void)padded_mode;
+    (void)restore_shape;
+    (void)restore_shape_len;
     if (executor)
         *executor = NULL;
-    if (!permuted_tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens is NULL");
-    if (!sorted_indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
-    if (!out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "out is NULL");
-    if (!restore_shape && restore_shape_len > 0)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
-                            "restore_shape is NULL with restore_shape_len = %llu",
-                            (unsigned long long)restore_shape_len);
+    if ((status = moeperm_check_required(permuted_tokens, "permuted_tokens")) ||
+        (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
+        (status = moeperm_check_required(out, "out")))
+        return status;
     if (!workspace_size)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
     if (!executor)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     int64_t top_k = 0;
-    moeperm_status status =
-        validate_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, out, &top_k);
+    bool nothing = false;
+    status = check_unpermute(permuted_tokens, sorted_indices, probs, out, &top_k, &nothing);
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    moeperm_executor *made = moeperm_executor_new(MOEPERM_OP_UNPERMUTE, run_plan,
-                                                  sizeof(struct moeperm_unpermute_plan));
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_UNPERMUTE, nothing ? NULL : run_plan,
+                             nothing ? 0 : sizeof(struct moeperm_unpermute_plan));
     if (!made)
         return MOEPERM_ERR_INNER;
-    struct moeperm_unpermute_plan *plan = made->plan;
-    plan->sum.permuted = *permuted_tokens;
-    plan->sum.indices = *sorted_indices;
-    if (probs)
-        plan->probs = *probs;
-    plan->sum.out = *out;
-    plan->sum.top_k = top_k;
-    plan->has_probs = probs != NULL;
+    if (!nothing) {
+        struct moeperm_unpermute_plan *plan = made->plan;
+        plan->sum.permuted = *permuted_tokens;
+        plan->sum.indices = *sorted_indices;
+        if (probs)
+            plan->probs = *probs;
+        plan->sum.out = *out;
+        plan->sum.top_k = top_k;
+        plan->has_probs = probs != NULL;
+    }
     *workspace_size = 0;
     *executor = made;
     return MOEPERM_SUCCESS;

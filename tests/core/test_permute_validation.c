@@ -116,10 +116,12 @@ static void test_permute_null_arguments_are_nullptr(void **state)
         moeperm_executor **plan;
         const char *message;
     } cases[] = {
-        {NULL, ix, o, s, &ws, &plan, "tokens is NULL"},
-        {t, NULL, o, s, &ws, &plan, "indices is NULL"},
-        {t, ix, NULL, s, &ws, &plan, "permute_tokens_out is NULL"},
-        {t, ix, o, NULL, &ws, &plan, "sorted_indices_out is NULL"},
+        {NULL, ix, o, s, &ws, &plan, "the device refuses tokens = NULL: it is a required tensor"},
+        {t, NULL, o, s, &ws, &plan, "the device refuses indices = NULL: it is a required tensor"},
+        {t, ix, NULL, s, &ws, &plan,
+         "the device refuses permute_tokens_out = NULL: it is a required tensor"},
+        {t, ix, o, NULL, &ws, &plan,
+         "the device refuses sorted_indices_out = NULL: it is a required tensor"},
         {t, ix, o, s, NULL, &plan, "workspace_size is NULL"},
         {t, ix, o, s, &ws, NULL, "executor is NULL"},
     };
@@ -137,9 +139,9 @@ static void test_permute_null_arguments_are_nullptr(void **state)
     assert_int_equal(moeperm_token_permute(NULL, 0, NULL, NULL), MOEPERM_ERR_PARAM_NULLPTR);
     expect_untouched(f.out, sizeof f.out, "permute_tokens_out");
 
-    const char *names[4] = {"tokens has 12 elements", "indices has 8 elements",
-                            "permute_tokens_out has 24 elements",
-                            "sorted_indices_out has 8 elements"};
+    const char *names[4] = {"tokens with 12 elements", "indices with 8 elements",
+                            "permute_tokens_out with 24 elements",
+                            "sorted_indices_out with 8 elements"};
     for (int which = 0; which < 4; which++) {
         permute_init(&f);
         void **data[4] = {&f.tokens_data, &f.ids_data, &f.out_data, &f.sorted_data};
@@ -148,20 +150,24 @@ static void test_permute_null_arguments_are_nullptr(void **state)
     }
 }
 
+/* The device refuses padded_mode and ranks in its tiling (561002), the
+ * dtypes before (161002). */
 static void test_permute_padded_mode_dtypes_and_ranks_are_invalid(void **state)
 {
     (void)state;
     permute_fixture f;
     permute_init(&f);
     f.padded_mode = true;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "padded_mode = true");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "the device refuses padded_mode = true: its tiling supports only false");
     permute_init(&f);
     f.tokens_dtype = f.out_dtype = MOEPERM_INT32;
     expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "tokens dtype 3 (int32)");
     permute_init(&f);
     f.out_dtype = MOEPERM_FLOAT16;
     expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "permute_tokens_out dtype 1 (float16) differs from tokens dtype 27");
+                           "the device refuses permute_tokens_out dtype 1 (float16): it must be "
+                           "tokens's, 27");
     permute_init(&f);
     f.ids_dtype = MOEPERM_FLOAT;
     expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "indices dtype 0 (float32)");
@@ -169,17 +175,19 @@ static void test_permute_padded_mode_dtypes_and_ranks_are_invalid(void **state)
     f.sorted_dtype = MOEPERM_INT64;
     expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices_out dtype 9 (int64)");
     permute_init(&f);
-    f.tokens_ndim = 3, f.tokens_dims[1] = 1, f.tokens_dims[2] = H;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "tokens has 3 dims");
+    f.tokens_ndim = 1;
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "the device refuses tokens with 1 dims: it needs at least 2");
     permute_init(&f);
     f.ids_ndim = 3, f.ids_dims[2] = 1;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "indices has 3 dims");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR, "indices with 3 dims");
     permute_init(&f);
     f.out_ndim = 1;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "permute_tokens_out has 1 dims");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "permute_tokens_out with 1 dims: its tiling wants at least 2");
     permute_init(&f);
     f.sorted_ndim = 2;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices_out has 2 dims");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR, "sorted_indices_out with 2 dims");
 }
 
 static void test_permute_shapes_and_limits_are_invalid(void **state)
@@ -188,45 +196,54 @@ static void test_permute_shapes_and_limits_are_invalid(void **state)
     permute_fixture f;
     permute_init(&f);
     f.ids_dims[0] = T - 1;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "indices has 3 rows but tokens has 4");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "the device refuses indices with 3 rows beside tokens with 4");
+    /* top_k 0 with outputs that are not empty: sorted_indices_out is not
+     * the N*K = 0 entries */
     permute_init(&f);
     f.ids_dims[1] = 0;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "indices has 0 columns (top_k)");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "sorted_indices_out with 8 entries: its tiling wants tokens_num * "
+                           "top_k = 4 * 0 = 0");
     /* top_k 513 and N*K at the sort's limit: shapes alone, no data read */
     permute_init(&f);
     f.ids_dims[1] = 513, f.ids_data = NULL;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "indices has 513 columns (top_k)");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "indices with 513 columns (top_k): its tiling takes at most 512");
     permute_init(&f);
     f.tokens_dims[0] = f.ids_dims[0] = 32768, f.ids_dims[1] = 512;
     f.tokens_data = f.ids_data = NULL;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "tokens_num * top_k = 32768 * 512 is not below 16777215");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "tokens_num * top_k = 32768 * 512: its tiling takes fewer than "
+                           "16777215 entries");
     permute_init(&f);
     f.tokens_dims[0] = f.ids_dims[0] = 16777215, f.ids_ndim = 1;
     f.tokens_data = f.ids_data = NULL;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "tokens_num * top_k = 16777215 * 1 is not below 16777215");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "tokens_num * top_k = 16777215 * 1");
 
     /* num_out_tokens = -2 keeps 6 rows, not 8 */
     permute_init(&f);
     f.num_out_tokens = -2;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "permute_tokens_out shape is [8, 3], expected [6, 3] "
-                           "(num_out_tokens = -2 gives 6 of the 8 rows");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "permute_tokens_out with 8 rows: its tiling wants 6 (num_out_tokens = "
+                           "-2 keeps 6 of the 8 rows)");
     permute_init(&f);
     f.num_out_tokens = 5;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "expected [5, 3]");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR, "its tiling wants 5");
     permute_init(&f);
     f.num_out_tokens = -9;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "expected [0, 3]");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR, "its tiling wants 0");
     permute_init(&f);
     f.out_dims[1] = H + 1;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "shape is [8, 4], expected [8, 3]");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "permute_tokens_out with rows of 4 elements: its tiling wants those of "
+                           "tokens, 3 (hidden_size)");
     permute_init(&f);
     f.sorted_dims[0] = N - 1;
-    expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "sorted_indices_out has 7 entries, expected tokens_num * top_k = "
-                           "4 * 2 = 8");
+    expect_permute_failure(&f, MOEPERM_ERR_INNER_TILING_ERROR,
+                           "sorted_indices_out with 7 entries: its tiling wants tokens_num * "
+                           "top_k = 4 * 2 = 8");
 }
 
 static void test_permute_ids_outside_the_sorted_set_are_named(void **state)
@@ -289,7 +306,8 @@ static void test_permute_overlapping_outputs_are_invalid(void **state)
     permute_init(&f);
     f.sorted_strided = true, f.sorted_strides[0] = 0;
     expect_permute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                           "sorted_indices_out stride 0 makes its 8 elements share memory");
+                           "the device's result is undetermined: sorted_indices_out strides [0] "
+                           "make distinct elements share memory");
 }
 
 static void test_permute_accepts_sentinels_clamped_counts_and_empty_inputs(void **state)

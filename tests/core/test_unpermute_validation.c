@@ -3,7 +3,8 @@
  * *executor to NULL, names the offending value in moeperm_last_error() and
  * leaves the output's memory as it was; and its second phase refuses a
  * stream and a plan of another operator.  restore_shape without padded
- * mode is checked to pass.
+ * mode is checked to pass; what the device accepts that the library once
+ * refused is tests/core/test_unpermute_domain.c's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,10 +114,11 @@ static void test_unpermute_null_arguments_are_nullptr(void **state)
         moeperm_executor **plan;
         const char *message;
     } cases[] = {
-        {NULL, ix, o, NULL, 0, &ws, &plan, "permuted_tokens is NULL"},
-        {x, NULL, o, NULL, 0, &ws, &plan, "sorted_indices is NULL"},
-        {x, ix, NULL, NULL, 0, &ws, &plan, "out is NULL"},
-        {x, ix, o, NULL, 2, &ws, &plan, "restore_shape is NULL with restore_shape_len = 2"},
+        {NULL, ix, o, NULL, 0, &ws, &plan,
+         "the device refuses permuted_tokens = NULL: it is a required tensor"},
+        {x, NULL, o, NULL, 0, &ws, &plan,
+         "the device refuses sorted_indices = NULL: it is a required tensor"},
+        {x, ix, NULL, NULL, 0, &ws, &plan, "the device refuses out = NULL: it is a required tensor"},
         {x, ix, o, shape, 2, NULL, &plan, "workspace_size is NULL"},
         {x, ix, o, shape, 2, &ws, NULL, "executor is NULL"},
     };
@@ -133,8 +135,8 @@ static void test_unpermute_null_arguments_are_nullptr(void **state)
     assert_int_equal(moeperm_token_unpermute(NULL, 0, NULL, NULL), MOEPERM_ERR_PARAM_NULLPTR);
     expect_untouched(f.out, sizeof f.out, "out");
 
-    const char *names[4] = {"permuted_tokens has 24 elements", "sorted_indices has 8 elements",
-                            "probs has 8 elements", "out has 12 elements"};
+    const char *names[4] = {"permuted_tokens with 24 elements", "sorted_indices with 8 elements",
+                            "probs with 8 elements", "out with 12 elements"};
     for (int which = 0; which < 4; which++) {
         unpermute_init(&f);
         void **data[4] = {&f.x_data, &f.indices_data, &f.probs_data, &f.out_data};
@@ -143,20 +145,18 @@ static void test_unpermute_null_arguments_are_nullptr(void **state)
     }
 }
 
-static void test_unpermute_padded_mode_dtypes_and_ranks_are_invalid(void **state)
+static void test_unpermute_dtypes_and_ranks_are_invalid(void **state)
 {
     (void)state;
     unpermute_fixture f;
-    unpermute_init(&f);
-    f.padded_mode = true;
-    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "padded_mode = true");
     unpermute_init(&f);
     f.x_dtype = f.out_dtype = MOEPERM_INT8;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "permuted_tokens dtype 2 (int8)");
     unpermute_init(&f);
     f.out_dtype = MOEPERM_FLOAT16;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "out dtype 1 (float16) differs from permuted_tokens dtype 27");
+                             "the device refuses out dtype 1 (float16): it must be "
+                             "permuted_tokens's, 27");
     unpermute_init(&f);
     f.indices_dtype = MOEPERM_INT64;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices dtype 9 (int64)");
@@ -168,7 +168,8 @@ static void test_unpermute_padded_mode_dtypes_and_ranks_are_invalid(void **state
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "probs has 1 dims");
     unpermute_init(&f);
     f.x_ndim = 1;
-    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "permuted_tokens has 1 dims");
+    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
+                             "the device's result is undetermined: permuted_tokens has 1 dims");
     unpermute_init(&f);
     f.indices_ndim = 2, f.indices_dims[0] = N;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "sorted_indices has 2 dims");
@@ -180,49 +181,52 @@ static void test_unpermute_shapes_are_invalid(void **state)
     unpermute_fixture f;
     unpermute_init(&f);
     f.probs_dims[1] = 513, f.probs_data = NULL;
-    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID, "probs has 513 columns (top_k)");
+    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
+                             "the device's result is undetermined: probs has 513 columns "
+                             "(top_k), above 512");
+    unpermute_init(&f);
+    f.probs_dims[1] = 0;
+    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
+                             "the device's result is undetermined: probs has 0 columns (top_k = "
+                             "0): the kernel still reads slot 0 of each token");
+    /* tokens_num is probs' rows: out must follow */
     unpermute_init(&f);
     f.probs_dims[0] = T + 1;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "probs shape is [5, 2], expected [4, 2]");
+                             "out shape is [4, 3], expected [5, 3] (tokens_num from probs");
     unpermute_init(&f);
     f.out_dims[1] = H + 1;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "out shape is [4, 4], expected [4, 3]");
+                             "the device's result is undetermined: out shape is [4, 4], expected "
+                             "[4, 3]");
     unpermute_init(&f);
     f.indices_dims[0] = N - 1;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "sorted_indices has 7 entries, expected tokens_num * top_k = 4 * 2 "
-                             "= 8");
-    /* without probs K = 1: the 8 indices do not fit 4 tokens */
+                             "sorted_indices has 7 entries, fewer than tokens_num * top_k = 4 * 2: "
+                             "the kernel would read past its end");
+    /* without probs K = 1 and tokens_num = the 8 indices: out has 4 rows */
     unpermute_init(&f);
     f.no_probs = true;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "sorted_indices has 8 entries, expected tokens_num * top_k = 4 * 1 "
-                             "= 4");
-    unpermute_init(&f);
-    f.x_dims[0] = N + 1, f.x_data = NULL;
-    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "permuted_tokens has 9 rows, more than the 8 entries of "
-                             "sorted_indices");
+                             "out shape is [4, 3], expected [8, 3] (tokens_num = the entries of "
+                             "sorted_indices without probs");
 }
 
-static void test_unpermute_negative_out_of_range_and_repeated_indices_are_named(void **state)
+static void test_unpermute_negative_indices_are_named(void **state)
 {
     (void)state;
     unpermute_fixture f;
     unpermute_init(&f);
     f.indices[3] = -1;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "sorted_indices[3] = -1 is outside [0, 7]");
+                             "the device's result is undetermined: sorted_indices[3] = -1 is "
+                             "negative: the kernel would address row -1 of permuted_tokens, outside "
+                             "the tensor");
     unpermute_init(&f);
-    f.indices[6] = 8;
+    f.indices[6] = INT32_MIN;
+    f.indices[7] = -3;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "sorted_indices[6] = 8 is outside [0, 7]");
-    unpermute_init(&f);
-    f.indices[5] = f.indices[1];
-    expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "sorted_indices[5] = 6 repeats sorted_indices[1]");
+                             "sorted_indices[6] = -2147483648 is negative");
 }
 
 static void test_unpermute_overlapping_out_is_invalid(void **state)
@@ -241,7 +245,8 @@ static void test_unpermute_overlapping_out_is_invalid(void **state)
     unpermute_init(&f);
     f.out_strided = true, f.out_strides[0] = 0, f.out_strides[1] = 1;
     expect_unpermute_failure(&f, MOEPERM_ERR_PARAM_INVALID,
-                             "out strides [0, 1] make distinct elements share memory");
+                             "the device's result is undetermined: out strides [0, 1] make "
+                             "distinct elements share memory");
 }
 
 static void test_unpermute_ignores_restore_shape_without_padded_mode(void **state)
@@ -305,9 +310,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unpermute_null_arguments_are_nullptr),
-        cmocka_unit_test(test_unpermute_padded_mode_dtypes_and_ranks_are_invalid),
+        cmocka_unit_test(test_unpermute_dtypes_and_ranks_are_invalid),
         cmocka_unit_test(test_unpermute_shapes_are_invalid),
-        cmocka_unit_test(test_unpermute_negative_out_of_range_and_repeated_indices_are_named),
+        cmocka_unit_test(test_unpermute_negative_indices_are_named),
         cmocka_unit_test(test_unpermute_overlapping_out_is_invalid),
         cmocka_unit_test(test_unpermute_ignores_restore_shape_without_padded_mode),
         cmocka_unit_test(test_second_phase_refuses_streams_and_other_operators_plans),
