@@ -74,11 +74,12 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
     permuted_output_grad: [rows, hidden_size], a numpy array of np.float32,
         np.float16 or np.uint16 (np.uint16 arrays hold bf16 bit patterns), or
         a CPU torch.Tensor of torch.float32, torch.float16 or torch.bfloat16.
-    sorted_indices: [tokens_num * num_topk], int32 (numpy or torch), a
-        permutation of 0..tokens_num*num_topk-1.  int64 is refused, as the
-        aclnn API and the `moeperm` tool refuse it.
-    num_topk: top_k, in [1, 512].
-    padded_mode: must be False.
+    sorted_indices: [tokens_num * num_topk], int32 (numpy or torch),
+        non-negative; entries >= rows are dropped slots, rows may be read
+        more than once, and entries past tokens_num*num_topk are unread.
+        int64 is refused, as the aclnn API and the `moeperm` tool refuse it.
+    num_topk: top_k, in [1, 512], or -1, which means 1.
+    padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     out: optional [tokens_num, hidden_size] array or tensor of the same dtype
         to write into (it is returned); any non-negative strides.
 
@@ -96,7 +97,8 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
     if not _INT64_MIN <= top_k <= _INT64_MAX:
         raise _capi.refuse("num_topk = %d is outside [1, %d]" % (top_k, MAX_TOP_K))
     if out is None:
-        tokens = indices.shape[0] // top_k if top_k >= 1 else 0
+        k = 1 if top_k == -1 else top_k  # the device takes num_topk = -1 as 1
+        tokens = indices.shape[0] // k if k >= 1 else 0
         result, out_view = _arrays.empty(grad, (tokens, grad.shape[1]), grad.dtype, "out")
     else:
         out_view = view(out, "out", _FLOATS, 2, "[tokens_num, hidden_size]", out=True)
@@ -138,8 +140,7 @@ def list_indices(value, name="sorted_indices"):
     if arr.dtype.kind not in "iu" or arr.dtype == np.int32:
         return arr
     v = view(arr, name, (INT32, INT64))
-    return _int32_indices(v, lambda i, x: "%s[%d] = %d is outside [0, %d]"
-                          % (name, i, x, arr.size - 1))
+    return _int32_indices(v, lambda i, x: "%s[%d] = %d does not fit in int32" % (name, i, x))
 
 
 def _sorted_indices_view(value, name="sorted_indices", layout="[tokens_num * top_k]"):

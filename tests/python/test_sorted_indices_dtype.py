@@ -14,7 +14,7 @@ from moeperm import golden
 
 import paths
 
-SENTENCE = "sorted_indices dtype 9 (int64) is not INT32 (3)"
+SENTENCE = "the device refuses sorted_indices dtype 9 (int64): it takes INT32 (3)"
 GRAD = np.ones((4, 3), np.float32)
 IDX64 = np.arange(4, dtype=np.int64)
 
@@ -38,9 +38,9 @@ def test_every_function_refuses_int64_with_the_librarys_sentence(name):
 
 def test_tensors_are_refused_alike():
     torch = pytest.importorskip("torch", reason="torch is not installed")
-    with pytest.raises(moeperm.Error, match="^%s$" % SENTENCE.replace("(", r"\(")
-                       .replace(")", r"\)")):
+    with pytest.raises(moeperm.Error) as info:
         moeperm.moe_token_permute_grad(torch.from_numpy(GRAD), torch.from_numpy(IDX64), 2)
+    assert str(info.value) == SENTENCE
 
 
 def test_make_case_refuses_int64_with_the_same_sentence(tmp_path):

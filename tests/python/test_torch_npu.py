@@ -224,7 +224,7 @@ def test_num_out_tokens_below_minus_n_k_fails_as_torch_npu_fails():
 
 
 def test_int64_sorted_indices_are_refused():
-    with pytest.raises(RuntimeError, match=r"^sorted_indices dtype 9 \(int64\) is not INT32"):
+    with pytest.raises(RuntimeError, match=r"sorted_indices dtype 9 \(int64\)"):
         torch_npu.npu_moe_token_unpermute(torch.ones(3, 2), torch.arange(3))
 
 

@@ -170,10 +170,9 @@ def test_num_out_tokens_follows_torch_npus_host_arithmetic():
 
 def test_int64_sorted_indices_are_refused_as_the_aclnn_api_refuses_them():
     g = torch.ones(4, 3)
-    with pytest.raises(moeperm.Error, match=r"^sorted_indices dtype 9 \(int64\) is not INT32 "
-                                            r"\(3\)$"):
+    with pytest.raises(moeperm.Error, match=r"sorted_indices dtype 9 \(int64\)"):
         ops.npu_moe_token_permute_grad_v2(g, torch.arange(4), 2, torch.float32, 2)
-    with pytest.raises(RuntimeError, match=r"^sorted_indices dtype 9 \(int64\)"):
+    with pytest.raises(RuntimeError, match=r"sorted_indices dtype 9 \(int64\)"):
         ops.npu_moe_token_unpermute(g, torch.arange(4))
 
 
