@@ -23,7 +23,6 @@ usage: bench_torch_ops.py [--tokens T] [--topk K] [--hidden H]
     meson devenv -C build python3 python/benchmarks/bench_torch_ops.py
 """
 import argparse
-import ctypes
 import json
 import statistics
 import sys
@@ -33,7 +32,9 @@ import torch
 
 import moeperm
 import moeperm.torch  # noqa: F401  (registers torch.ops.moeperm)
-from moeperm import _arrays, _capi
+from moeperm import _capi
+
+import c_calls
 
 DTYPES = {"bf16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 ops = torch.ops.moeperm
@@ -46,27 +47,9 @@ def values(gen, shape, dtype):
 
 
 def c_call(op, tensors, scalars):
-    """The two C calls of ``op`` (a _capi.Operator) on descriptors made once
-    over ``tensors`` (by parameter name); ``scalars`` the other values."""
-    handles = []
-    for name, kind in op.params:
-        if kind in (_capi.ARG_TENSOR, _capi.ARG_OPT_TENSOR, _capi.ARG_OUT, _capi.ARG_OPT_OUT):
-            t = tensors.get(name)
-            handles.append(None if t is None else _capi.tensor(_arrays.view(
-                t, name, tuple(_arrays._torch_codes(torch).values()))))
-        elif kind == _capi.ARG_SHAPE:
-            handles += [None, 0]
-        else:
-            handles.append(scalars.get(name, 0))
-    prepare, run = op.bind()
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(None)
-    ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
-
-    def call():
-        status = prepare(*handles, ws_ref, ex_ref) or run(None, 0, ex, None)
-        if status:
-            raise _capi.error_for(status)
-    return call
+    """The two C calls of ``op`` on descriptors made once over ``tensors``
+    (by parameter name); ``scalars`` the other values."""
+    return c_calls.two_phase(op, dict(tensors, **scalars))
 
 
 def cases(tokens, top_k, hidden, dtype):
