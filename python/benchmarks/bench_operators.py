@@ -18,7 +18,6 @@ usage: bench_operators.py [--moeperm PATH] [--tokens T] [--topk K]
     meson devenv -C build python3 python/benchmarks/bench_operators.py
 """
 import argparse
-import ctypes
 import importlib.util
 import json
 import os
@@ -30,7 +29,9 @@ import time
 import numpy as np
 
 import moeperm
-from moeperm import _arrays, _capi
+from moeperm import _capi
+
+import c_calls
 
 DTYPES = {"bf16": np.uint16, "float16": np.float16, "float32": np.float32}
 OPS = ("permute", "unpermute", "unpermute-grad")
@@ -75,24 +76,9 @@ def with_out(op, args):
     result = out if isinstance(out, tuple) else (out,)
     table = {"permute": _capi.TOKEN_PERMUTE, "unpermute": _capi.TOKEN_UNPERMUTE,
              "unpermute-grad": _capi.TOKEN_UNPERMUTE_GRAD}[op]
-    arrays = list(args) + list(result)
-    handles = []
-    for name, kind in table.params:
-        if kind in (_capi.ARG_TENSOR, _capi.ARG_OPT_TENSOR, _capi.ARG_OUT, _capi.ARG_OPT_OUT):
-            a = arrays.pop(0)
-            handles.append(_capi.tensor(_arrays.view(a, name, (_arrays._NUMPY_CODES[a.dtype],))))
-        elif kind == _capi.ARG_SHAPE:
-            handles += [None, 0]
-        else:
-            handles.append(0 if kind == _capi.ARG_INT64 else False)
-    prepare, run = table.bind()
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(None)
-    ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
-
-    def c_call():
-        status = prepare(*handles, ws_ref, ex_ref) or run(None, 0, ex, None)
-        if status:
-            raise _capi.error_for(status)
+    tensors = [name for name, kind in table.params if kind in (
+        _capi.ARG_TENSOR, _capi.ARG_OPT_TENSOR, _capi.ARG_OUT, _capi.ARG_OPT_OUT)]
+    c_call = c_calls.two_phase(table, dict(zip(tensors, list(args) + list(result))))
     return c_call, (lambda: fn(*args, out=out)), fn
 
 

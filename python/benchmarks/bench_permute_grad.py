@@ -18,7 +18,6 @@ Run it where the package finds libmoeperm, e.g.
     meson devenv -C build python3 python/benchmarks/bench_permute_grad.py
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -29,7 +28,9 @@ import time
 import numpy as np
 
 import moeperm
-from moeperm import _arrays, _capi
+from moeperm import _capi
+
+import c_calls
 
 DTYPES = {"bf16": np.uint16, "float16": np.float16, "float32": np.float32}
 
@@ -61,18 +62,8 @@ def inputs(tokens, top_k, hidden, dtype, seed=42):
 def c_api(grad, idx, top_k, out):
     """A function making the two C calls `moeperm bench` times, through
     ctypes, on tensors created once."""
-    g = _capi.tensor(_arrays.view(grad, "g", (_capi.FLOAT32, _capi.FLOAT16, _capi.BF16)))
-    ix = _capi.tensor(_arrays.view(idx, "ix", (_capi.INT32,)))
-    o = _capi.tensor(_arrays.view(out, "o", (_capi.FLOAT32, _capi.FLOAT16, _capi.BF16)))
-    prepare, run = _capi.TOKEN_PERMUTE_GRAD.bind()
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(None)
-    ws_ref, ex_ref = ctypes.byref(ws), ctypes.byref(ex)
-
-    def call():
-        status = prepare(g, ix, top_k, False, o, ws_ref, ex_ref) or run(None, 0, ex, None)
-        if status:
-            raise _capi.error_for(status)
-    return call
+    return c_calls.two_phase(_capi.TOKEN_PERMUTE_GRAD, {
+        "permuted_output_grad": grad, "sorted_indices": idx, "num_topk": top_k, "out": out})
 
 
 def turns(fns, reps):

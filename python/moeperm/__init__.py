@@ -24,8 +24,10 @@ bit patterns, in arguments and in results; torch uses torch.bfloat16.
 
 Submodules, imported on first use: ``moeperm.golden`` (golden cases and
 the judge, over libmoeperm-golden), ``moeperm.testing`` (assertions and a
-pytest plugin) and ``moeperm.torch`` (torch_npu's npu_moe_token_permute and
-npu_moe_token_unpermute as autograd functions).
+pytest plugin), ``moeperm.torch`` (torch_npu's npu_moe_token_permute and
+npu_moe_token_unpermute, differentiable; importing it registers the torch
+operators ``torch.ops.moeperm.*``) and ``moeperm.torch_npu`` (a stand-in
+for torch_npu's MoE token operators, for torch_npu model code on a CPU).
 
 The libraries are found as ``moeperm._loader`` describes; ``library_path``
 says which file was loaded.
@@ -44,7 +46,7 @@ __all__ = ["CHIP_A2", "Chip", "Error", "bf16_to_float32", "float16_to_float32",
            "moe_token_permute_grad", "moe_token_unpermute", "moe_token_unpermute_grad", "route",
            "version"]
 
-_SUBMODULES = ("golden", "testing", "torch")
+_SUBMODULES = ("golden", "testing", "torch", "torch_npu")
 
 
 def __getattr__(name):

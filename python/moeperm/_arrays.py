@@ -13,8 +13,9 @@ upper half of a float32), and results in bf16 come back as ``np.uint16``.  A
 
 Only layouts the library cannot address are copied, and only for inputs:
 negative strides (a reversed view), strides or addresses that are not a
-multiple of the element size, and non-native byte order.  An ``out`` argument
-is never copied: such an ``out`` is refused.
+multiple of the element size (a numpy view at an odd byte offset, a
+``torch.frombuffer`` tensor at an odd offset), and non-native byte order.
+An ``out`` argument is never copied: such an ``out`` is refused.
 """
 import sys
 
@@ -151,8 +152,21 @@ def _torch_view(torch, t, name, codes, ndim, layout, out):
     _check_ndim(name, shape, ndim, layout)
     if out and t.requires_grad:
         raise ValueError("%s requires grad; autograd cannot follow a write into it" % name)
+    ptr = t.data_ptr()
+    if t.numel() and ptr % t.element_size():
+        # torch strides count elements, so only the address can be off: a
+        # tensor over a buffer at an odd byte offset.  The library reads and
+        # writes whole aligned elements.
+        if out:
+            raise ValueError(
+                "%s has a layout libmoeperm cannot address without a copy (an address not a "
+                "multiple of its %d-byte elements); pass a tensor whose address is aligned"
+                % (name, t.element_size()))
+        # clone() allocates fresh, aligned storage.
+        t = t.detach().clone(memory_format=torch.contiguous_format)
+        ptr = t.data_ptr()
     strides = tuple(0 if extent <= 1 else s for extent, s in zip(shape, t.stride()))
-    return View(name, TORCH, code, shape, strides, t.data_ptr() or None, t)
+    return View(name, TORCH, code, shape, strides, ptr or None, t)
 
 
 def dtype_word(view):

@@ -19,6 +19,7 @@ ERR_PARAM_NULLPTR = 161001
 ERR_PARAM_INVALID = 161002
 ERR_RUNTIME_ERROR = 361001
 ERR_INNER = 561000
+ERR_INNER_TILING_ERROR = 561002
 
 # moeperm_dtype values (the vendor's aclDataType numbers).
 FLOAT32 = 0
@@ -29,14 +30,15 @@ INT64 = 9
 BF16 = 27
 
 
-class Error(Exception):
-    """A refusal or failure reported by libmoeperm.
+class Error(RuntimeError):
+    """A refusal or failure reported by libmoeperm.  A RuntimeError, as
+    torch_npu's failures of these operators are.
 
     ``status`` is the aclnn status code (161002 for an invalid parameter,
     ...), ``status_name`` its name ("MOEPERM_ERR_PARAM_INVALID") and the
     message the library's sentence naming the offending value, e.g.
-    "sorted_indices[17] = 4096 is outside [0, 4095]".  Outputs are untouched
-    when it is raised.
+    "the device's result is undetermined: sorted_indices[17] = -1 is
+    negative: ...".  Outputs are untouched when it is raised.
     """
 
     def __init__(self, status, message):
@@ -52,8 +54,9 @@ class Error(Exception):
 
 
 class ArgumentError(Error, ValueError):
-    """An Error for a value the library does not accept (status 161001 or
-    161002); also a ValueError, since it is the caller's value that is wrong."""
+    """An Error for a value the library does not accept (status 161001,
+    161002, or 561002 where the device's tiling refuses it); also a
+    ValueError, since it is the caller's value that is wrong."""
 
 
 def _status_name(status):
@@ -65,7 +68,8 @@ def error_for(status, message=None):
     ``message`` is given (for values refused before they reach C)."""
     if message is None:
         message = _lib.moeperm_last_error().decode("utf-8", "replace")
-    cls = ArgumentError if status in (ERR_PARAM_NULLPTR, ERR_PARAM_INVALID) else Error
+    cls = ArgumentError if status in (ERR_PARAM_NULLPTR, ERR_PARAM_INVALID,
+                                      ERR_INNER_TILING_ERROR) else Error
     return cls(status, message)
 
 
@@ -155,7 +159,8 @@ class Operator:
     """One aclnn-shaped operator: moeperm_<stem>_get_workspace_size(params...,
     uint64_t *workspace_size, moeperm_executor **executor) and
     moeperm_<stem>(workspace, workspace_size, executor, stream).
-    ``params`` lists (name, kind) in the C order."""
+    ``params`` lists (name, kind) in the C order, under the header's names
+    (a shape's pointer and length are one parameter, the pointer's name)."""
 
     def __init__(self, stem, params):
         self.stem = stem
@@ -179,7 +184,7 @@ TOKEN_PERMUTE_GRAD = Operator("token_permute_grad", [
 
 TOKEN_PERMUTE = Operator("token_permute", [
     ("tokens", ARG_TENSOR), ("indices", ARG_TENSOR), ("num_out_tokens", ARG_INT64),
-    ("padded_mode", ARG_BOOL), ("permuted_tokens", ARG_OUT), ("sorted_indices", ARG_OUT)])
+    ("padded_mode", ARG_BOOL), ("permute_tokens_out", ARG_OUT), ("sorted_indices_out", ARG_OUT)])
 
 TOKEN_UNPERMUTE = Operator("token_unpermute", [
     ("permuted_tokens", ARG_TENSOR), ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR),
@@ -188,8 +193,8 @@ TOKEN_UNPERMUTE = Operator("token_unpermute", [
 TOKEN_UNPERMUTE_GRAD = Operator("token_unpermute_grad", [
     ("permuted_tokens", ARG_TENSOR), ("unpermuted_tokens_grad", ARG_TENSOR),
     ("sorted_indices", ARG_TENSOR), ("probs", ARG_OPT_TENSOR), ("padded_mode", ARG_BOOL),
-    ("restore_shape", ARG_SHAPE), ("permuted_tokens_grad", ARG_OUT),
-    ("probs_grad", ARG_OPT_OUT)])
+    ("restore_shape", ARG_SHAPE), ("permuted_tokens_grad_out", ARG_OUT),
+    ("probs_grad_out", ARG_OPT_OUT)])
 
 
 class ChipStruct(ctypes.Structure):

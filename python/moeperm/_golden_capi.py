@@ -177,7 +177,11 @@ def malloc_copy(address, size):
 
 
 def malloc_string(text):
-    data = text.encode() + b"\0"
+    try:
+        data = text.encode() + b"\0"
+    except UnicodeEncodeError as e:
+        raise ValueError("%r has %r at position %d, which is not text UTF-8 can hold (a lone "
+                         "surrogate)" % (text, text[e.start], e.start)) from None
     return malloc_copy(data, len(data))
 
 

@@ -9,7 +9,9 @@ for each the same way, in this order (the first place that has it wins):
    ``os.pathsep``.  When it is set, nothing else is searched: a setting that
    points at the wrong place is reported rather than quietly bypassed.
    ``meson devenv`` sets it to the build tree's two library directories.
-2. The directory ``meson install`` recorded in ``_paths.py`` beside this file.
+2. The directory ``meson install`` (or the wheel) recorded in ``_paths.py``
+   beside this file, relative to this package's directory: an installed
+   tree finds its libraries at any prefix and after a move.
 3. ``build/src`` (libmoeperm) or ``build/src/golden`` (libmoeperm-golden)
    of the source tree this package sits in, for a checkout used without
    ``meson devenv``.
@@ -41,7 +43,8 @@ def _recorded_dirs():
         from . import _paths
     except ImportError:
         return []
-    return [_paths.LIBDIR]
+    # join() keeps an absolute LIBDIR (a libdir outside the prefix) as it is.
+    return [os.path.normpath(os.path.join(_HERE, _paths.LIBDIR))]
 
 
 # Where each library is built, below the build directory: the build tree

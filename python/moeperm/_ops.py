@@ -33,6 +33,9 @@ CHIP_A2 = Chip(ub_bytes=196352, vector_cores=48)
 
 
 def _integer(value, name):
+    # bool is an int to Python, but True for a count is a mistake, not 1.
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("%s is a bool; it must be an integer" % name)
     try:
         return operator.index(value)
     except TypeError:
@@ -56,16 +59,6 @@ def _int32_indices(v, describe):
     return np.ascontiguousarray(arr, dtype=np.int32)
 
 
-def _int32_view(v, describe):
-    """A View of int32 indices with the values of View ``v``: ``v`` itself
-    when it is int32, else a checked int32 copy (see _int32_indices)."""
-    if v.dtype == INT32:
-        return v
-    arr = _int32_indices(v, describe)
-    return _arrays.View(v.name, v.kind, INT32, arr.shape, tuple(s // 4 for s in arr.strides),
-                        arr.ctypes.data or None, arr)
-
-
 def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padded_mode=False,
                            out=None):
     """moe_token_permute_grad() returns input_grad, the backward of the MoE
@@ -81,11 +74,12 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
     permuted_output_grad: [rows, hidden_size], a numpy array of np.float32,
         np.float16 or np.uint16 (np.uint16 arrays hold bf16 bit patterns), or
         a CPU torch.Tensor of torch.float32, torch.float16 or torch.bfloat16.
-    sorted_indices: [tokens_num * num_topk], int32 or int64 (numpy or torch),
-        a permutation of 0..tokens_num*num_topk-1; int64 is narrowed to an
-        int32 copy (a value that does not fit is refused).
-    num_topk: top_k, in [1, 512].
-    padded_mode: must be False.
+    sorted_indices: [tokens_num * num_topk], int32 (numpy or torch),
+        non-negative; entries >= rows are dropped slots, rows may be read
+        more than once, and entries past tokens_num*num_topk are unread.
+        int64 is refused, as the aclnn API and the `moeperm` tool refuse it.
+    num_topk: top_k, in [1, 512], or -1, which means 1.
+    padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     out: optional [tokens_num, hidden_size] array or tensor of the same dtype
         to write into (it is returned); any non-negative strides.
 
@@ -98,15 +92,13 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
     while it computes; thread safe.
     """
     grad = view(permuted_output_grad, "permuted_output_grad", _FLOATS, 2, "[rows, hidden_size]")
-    indices = view(sorted_indices, "sorted_indices", (INT32, INT64), 1, "[tokens_num * num_topk]")
-    count = indices.shape[0]
-    indices = _int32_view(indices, lambda i, value: "sorted_indices[%d] = %d is outside [0, %d]"
-                          % (i, value, count - 1))
+    indices = _sorted_indices_view(sorted_indices, layout="[tokens_num * num_topk]")
     top_k = _integer(num_topk, "num_topk")
     if not _INT64_MIN <= top_k <= _INT64_MAX:
         raise _capi.refuse("num_topk = %d is outside [1, %d]" % (top_k, MAX_TOP_K))
     if out is None:
-        tokens = count // top_k if top_k >= 1 else 0
+        k = 1 if top_k == -1 else top_k  # the device takes num_topk = -1 as 1
+        tokens = indices.shape[0] // k if k >= 1 else 0
         result, out_view = _arrays.empty(grad, (tokens, grad.shape[1]), grad.dtype, "out")
     else:
         out_view = view(out, "out", _FLOATS, 2, "[tokens_num, hidden_size]", out=True)
@@ -116,7 +108,7 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
         result = out
     _capi.call(_capi.TOKEN_PERMUTE_GRAD, {
         "permuted_output_grad": grad, "sorted_indices": indices, "num_topk": top_k,
-        "padded_mode": padded_mode, "out": out_view})
+        "padded_mode": _bool(padded_mode, "padded_mode"), "out": out_view})
     return result
 
 
@@ -139,11 +131,23 @@ def _shape_value(value, name):
     return tuple(_int64_value(v, "%s[%d]" % (name, i)) for i, v in enumerate(items))
 
 
-def _sorted_indices_view(value, name="sorted_indices"):
-    v = view(value, name, (INT32, INT64), 1, "[tokens_num * top_k]")
-    count = v.shape[0]
-    return _int32_view(v, lambda i, x: "%s[%d] = %d is outside [0, %d]"
-                       % (name, i, x, count - 1))
+def list_indices(value, name="sorted_indices"):
+    """``value`` as it is when it is an array or a tensor; a list (which has
+    no dtype of its own) as int32, each value checked to fit."""
+    if _arrays._torch_module(value) is not None or isinstance(value, np.ndarray):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" or arr.dtype == np.int32:
+        return arr
+    v = view(arr, name, (INT32, INT64))
+    return _int32_indices(v, lambda i, x: "%s[%d] = %d does not fit in int32" % (name, i, x))
+
+
+def _sorted_indices_view(value, name="sorted_indices", layout="[tokens_num * top_k]"):
+    # An int64 array or tensor goes to the library as it is, which refuses
+    # it with the sentence and status the aclnn API and the tool give: the
+    # operators take INT32.
+    return view(list_indices(value, name), name, (INT32, INT64), 1, layout)
 
 
 def _bool(value, name):
@@ -228,8 +232,8 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *
                            out=True)
     _capi.call(_capi.TOKEN_PERMUTE, {
         "tokens": tokens_view, "indices": indices_view, "num_out_tokens": count,
-        "padded_mode": mode, "permuted_tokens": permuted_view,
-        "sorted_indices": sorted_view})
+        "padded_mode": mode, "permute_tokens_out": permuted_view,
+        "sorted_indices_out": sorted_view})
     return permuted, sorted_indices
 
 
@@ -252,8 +256,9 @@ def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode
     permuted_tokens: [rows, hidden_size], float32, float16 or bf16
         (np.uint16 arrays hold bf16 bit patterns; torch.bfloat16); rows <=
         tokens_num * top_k, and rows past it are dropped slots.
-    sorted_indices: [tokens_num * top_k], int32 or int64, a permutation of
-        0 .. tokens_num*top_k - 1 (as moe_token_permute returns it).
+    sorted_indices: [tokens_num * top_k], int32, a permutation of
+        0 .. tokens_num*top_k - 1 (as moe_token_permute returns it); int64
+        is refused, as the aclnn API refuses it.
     probs: None, or [tokens_num, top_k] routing weights, float32, float16 or
         bf16, of any of the three dtypes whatever the tokens' dtype.
     padded_mode: must be False.
@@ -322,7 +327,8 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     permuted_tokens: [rows, hidden_size], float32, float16 or bf16 (np.uint16
         arrays hold bf16 bit patterns; torch.bfloat16): the forward's input.
     unpermuted_tokens_grad: [tokens_num, hidden_size], the same dtype.
-    sorted_indices: [tokens_num * top_k], int32 or int64, a permutation.
+    sorted_indices: [tokens_num * top_k], int32, a permutation (int64 is
+        refused).
     probs: None, or [tokens_num, top_k] float32, float16 or bf16.
     padded_mode: must be False.
     restore_shape: None or a sequence of integers; accepted and ignored.
@@ -376,8 +382,8 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     _capi.call(_capi.TOKEN_UNPERMUTE_GRAD, {
         "permuted_tokens": tokens_view, "unpermuted_tokens_grad": grad_view,
         "sorted_indices": indices_view, "probs": probs_view, "padded_mode": mode,
-        "restore_shape": shape, "permuted_tokens_grad": tokens_grad_view,
-        "probs_grad": probs_grad_view}, configure=configure)
+        "restore_shape": shape, "permuted_tokens_grad_out": tokens_grad_view,
+        "probs_grad_out": probs_grad_view}, configure=configure)
     return tokens_grad, probs_grad
 
 

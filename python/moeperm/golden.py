@@ -261,11 +261,13 @@ class Case:
         ``inputs`` (a dict of numpy arrays or CPU tensors named as the
         operator names them, e.g. {"tokens": ..., "indices": ...}), with
         the operator's attributes as keywords (those of its moeperm
-        function: num_topk, num_out_tokens, restore_shape, chip,
-        padded_mode), its expected outputs computed by the reference
-        (moeperm_golden_case_finish()).  Raises moeperm.Error with the operator's
-        status and sentence when it refuses the inputs, TypeError or
-        ValueError for an unknown input or attribute."""
+        function, the C API's names: num_topk, num_out_tokens,
+        restore_shape, chip, padded_mode; or the manifest's: top_k for
+        num_topk, ub_bytes and vector_cores for chip), its expected outputs
+        computed by the reference (moeperm_golden_case_finish()).  Raises
+        moeperm.Error with the operator's status and sentence when it
+        refuses the inputs, TypeError or ValueError for an unknown input or
+        attribute, or a name or description that is not UTF-8 text."""
         code = _op_code(op)
         op = _g.op_name(code)
         if not isinstance(inputs, dict):
@@ -282,8 +284,8 @@ class Case:
                 raise ValueError("inputs lacks \"%s\", which %s needs" % (s[0], op))
         case = cls()
         case.op = op
-        case.name = name
-        case.description = description if description is not None else \
+        case.name = _text(name, "name")
+        case.description = _text(description, "description") if description is not None else \
             "made from arrays in Python"
         case.generator = "moeperm %s python" % _capi.version()
         case.attrs = _check_attrs(op, attrs)
@@ -316,23 +318,26 @@ class Case:
         return case
 
     @classmethod
-    def generate(cls, op="MoeTokenPermuteGrad", tokens=None, top_k=None, hidden=None,
-                 dtype=None, seed=1, rows=None, num_out_tokens=0, index_dtype="int32",
-                 sentinels=False, probs_dtype=None, no_probs=False, probs_values="normal",
-                 ub_bytes=None, vector_cores=None, experts=None, hot=50, values="normal",
-                 routing="routed", name=None):
+    def generate(cls, op="MoeTokenPermuteGrad", tokens_num=None, top_k=None, hidden_size=None,
+                 dtype=None, seed=1, num_rows=None, num_out_tokens=0, index_dtype="int32",
+                 sentinels=False, probs_dtype=None, has_probs=True, probs_values="normal",
+                 ub_bytes=None, vector_cores=None, num_experts=None, hot_percent=50,
+                 values="normal", routing="routed", name=None):
         """Case.generate() returns the custom case `moeperm golden` writes
-        for the same options, the same bytes: each keyword is the tool's
-        option of that name (--top-k is top_k, --no-probs is no_probs, ...),
-        None where the tool has a default that depends on others (rows:
-        tokens*top_k; experts: max(64, 2*top_k); ub_bytes and vector_cores:
-        Atlas A2; probs_dtype: dtype; name: made from the options).  The
-        recorded command is the tool's, so case.save() of it and the tool's
-        directory are byte for byte the same.
+        for the same options, the same bytes.  Each keyword is the field of
+        moeperm_golden_spec (include/moeperm/golden.h) of that name, the
+        names the manifest uses: tokens_num is the tool's --tokens, top_k
+        --topk, hidden_size --hidden, num_rows --rows, num_experts --experts,
+        hot_percent --hot, has_probs=False --no-probs.  None stands where the
+        tool has a default that depends on others (num_rows:
+        tokens_num*top_k; num_experts: max(64, 2*top_k); ub_bytes and
+        vector_cores: Atlas A2; probs_dtype: dtype; name: made from the
+        options).  The recorded command is the tool's, so case.save() of it
+        and the tool's directory are byte for byte the same.
 
         op: an operator name, or permute-grad, permute, unpermute,
             unpermute-grad.
-        tokens, top_k, hidden: the sizes (required).
+        tokens_num, top_k, hidden_size: the sizes (required).
         dtype, probs_dtype, index_dtype: "float32" ("fp32"), "float16"
             ("fp16"), "bf16" ("bfloat16"), "int8", "int32", "int64", or a
             numpy dtype (np.uint16 meaning bf16).
@@ -342,18 +347,18 @@ class Case:
         tool would refuse, CaseError with the library's sentence for a spec
         it refuses."""
         code = _op_code(op)
-        for key, value in (("tokens", tokens), ("top_k", top_k), ("hidden", hidden),
-                           ("dtype", dtype)):
+        for key, value in (("tokens_num", tokens_num), ("top_k", top_k),
+                           ("hidden_size", hidden_size), ("dtype", dtype)):
             if value is None:
-                raise TypeError("Case.generate() needs %s (and tokens, top_k, hidden, dtype)"
-                                % key)
-        tokens = _ranged(tokens, "tokens", 1, GOLDEN_MAX_DIM)
+                raise TypeError("Case.generate() needs %s (and tokens_num, top_k, hidden_size, "
+                                "dtype)" % key)
+        tokens = _ranged(tokens_num, "tokens_num", 1, GOLDEN_MAX_DIM)
         top_k = _ranged(top_k, "top_k", 1, _ops.MAX_TOP_K)
-        hidden = _ranged(hidden, "hidden", 1, GOLDEN_MAX_DIM)
+        hidden = _ranged(hidden_size, "hidden_size", 1, GOLDEN_MAX_DIM)
         num_out = _ranged(num_out_tokens, "num_out_tokens", -_INT32_MAX, _INT32_MAX)
-        rows = -1 if rows is None else _ranged(rows, "rows", 0, _INT32_MAX)
-        experts = 0 if experts is None else _ranged(experts, "experts", 1, _INT32_MAX)
-        hot = _ranged(hot, "hot", 0, 99)
+        rows = -1 if num_rows is None else _ranged(num_rows, "num_rows", 0, _INT32_MAX)
+        experts = 0 if num_experts is None else _ranged(num_experts, "num_experts", 1, _INT32_MAX)
+        hot = _ranged(hot_percent, "hot_percent", 0, 99)
         ub = 0 if ub_bytes is None else _ranged(ub_bytes, "ub_bytes", 1, _INT32_MAX)
         cores = 0 if vector_cores is None else _ranged(vector_cores, "vector_cores", 1, 65536)
         seed = _ranged(seed, "seed", 0, (1 << 64) - 1)
@@ -365,10 +370,11 @@ class Case:
             raise ValueError("index_dtype is %s, expected int32 or int64"
                              % _g.dtype_name(index_code))
         spec.index_dtype = index_code
-        spec.sentinels = bool(sentinels)
+        spec.sentinels = _ops._bool(sentinels, "sentinels")
         spec.probs_dtype = spec.dtype if probs_dtype is None else \
             _dtype_code(probs_dtype, "probs_dtype")
-        spec.has_probs = not no_probs and code in (_g.OP_UNPERMUTE, _g.OP_UNPERMUTE_GRAD)
+        spec.has_probs = _ops._bool(has_probs, "has_probs") and code in (_g.OP_UNPERMUTE,
+                                                                         _g.OP_UNPERMUTE_GRAD)
         spec.probs_values = _kind(probs_values, "probs_values", "values")
         spec.values = _kind(values, "values", "values")
         spec.routing = _kind(routing, "routing", "routing")
@@ -378,9 +384,7 @@ class Case:
         spec.num_rows, spec.num_experts, spec.hot_percent = rows, experts, hot
         spec.seed = seed
         if name is not None:
-            if not isinstance(name, str):
-                raise TypeError("name is a %s; it must be a str" % type(name).__name__)
-            encoded = name.encode()
+            encoded = _text(name, "name").encode()
             if len(encoded) >= 96:
                 raise ValueError("name \"%s\" is longer than 95 characters" % name)
             spec.name = encoded
@@ -480,6 +484,18 @@ class Case:
         return c
 
 
+def _text(value, name):
+    """``value`` checked to be a str the manifest can hold (UTF-8)."""
+    if not isinstance(value, str):
+        raise TypeError("%s is a %s; it must be a str" % (name, type(value).__name__))
+    try:
+        value.encode()
+    except UnicodeEncodeError as e:
+        raise ValueError("%s has %r at position %d, which is not text UTF-8 can hold (a lone "
+                         "surrogate)" % (name, value[e.start], e.start)) from None
+    return value
+
+
 def _ranged(value, name, low, high):
     value = _ops._integer(value, name)
     if not low <= value <= high:
@@ -519,7 +535,27 @@ def _kind_name(table, code):
     return _g.function("moeperm_golden_%s_name" % table)(code).decode()
 
 
+def _manifest_names(op, attrs):
+    """``attrs`` with the manifest's names of attributes (top_k, ub_bytes,
+    vector_cores) put as the function's (num_topk, chip)."""
+    attrs = dict(attrs)
+    if op == "MoeTokenPermuteGrad" and "top_k" in attrs:
+        if "num_topk" in attrs:
+            raise TypeError("give num_topk or top_k (its manifest name), not both")
+        attrs["num_topk"] = attrs.pop("top_k")
+    if op == "MoeTokenUnpermuteGrad" and ("ub_bytes" in attrs or "vector_cores" in attrs):
+        if "chip" in attrs:
+            raise TypeError("give chip or ub_bytes and vector_cores (its manifest names), "
+                            "not both")
+        ub_bytes = attrs.pop("ub_bytes", None)
+        cores = attrs.pop("vector_cores", None)
+        attrs["chip"] = (_ops.CHIP_A2.ub_bytes if ub_bytes is None else ub_bytes,
+                         _ops.CHIP_A2.vector_cores if cores is None else cores)
+    return attrs
+
+
 def _check_attrs(op, attrs):
+    attrs = _manifest_names(op, attrs)
     known = _ATTRS[op]
     for key in attrs:
         if key not in known:
@@ -578,13 +614,12 @@ def _chip_from(fields):
 
 def _input_array(value, name, slot):
     """A contiguous numpy array with the bits of ``value`` (numpy, torch or
-    anything np.asarray takes); int64 sorted_indices narrowed to the int32
-    the operators take, as their functions narrow them."""
+    anything np.asarray takes).  int64 sorted_indices stay int64, for the
+    operator to refuse as `moeperm make-case` does; a list of them is int32,
+    as the operators' functions read it."""
+    if slot == "sorted_indices":
+        value = _ops.list_indices(value, name)
     v = _arrays.view(value, name, tuple(c for c in _NUMPY_OF if c != _g.FLOAT64))
-    if slot == "sorted_indices" and v.dtype == INT64:
-        count = int(np.prod(v.shape, dtype=np.int64))
-        return _ops._int32_indices(v, lambda i, x: "%s[%d] = %d is outside [0, %d]"
-                                   % (slot, i, x, count - 1))
     return np.ascontiguousarray(_arrays.as_numpy(v))
 
 

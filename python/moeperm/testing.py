@@ -140,8 +140,20 @@ def pytest_configure(config):
                    "golden_case argument" % _MARK)
 
 
+def _parametrized_already(definition):
+    """A test that golden_cases() (or any parametrize) already runs over
+    golden_case needs nothing of the plugin."""
+    for mark in definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if _ARGUMENT in names:
+            return True
+    return False
+
+
 def pytest_generate_tests(metafunc):
-    if _ARGUMENT not in metafunc.fixturenames:
+    if _ARGUMENT not in metafunc.fixturenames or _parametrized_already(metafunc.definition):
         return
     mark = metafunc.definition.get_closest_marker(_MARK)
     op = None

@@ -24,6 +24,7 @@
 #include <omp.h>
 #endif
 
+#include "core/dispatch.h"
 #include "core/internal.h"
 
 static double now(void)

@@ -1,14 +1,19 @@
 """Where the tests find the source tree, the committed corpus and the
-`moeperm` tool they compare with."""
+`moeperm` tool they compare with.
+
+The source tree is the one these tests sit in (or MOEPERM_SOURCE_ROOT), never
+derived from the package: the same tests run against the package of the
+source tree and against an installed copy (a venv, `meson install`), which
+lies elsewhere."""
 import os
 import shutil
 
 import pytest
 
-import moeperm
-
-SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(moeperm.__file__))))
+SOURCE_ROOT = os.environ.get("MOEPERM_SOURCE_ROOT") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(SOURCE_ROOT, "golden")
+HEADER = os.path.join(SOURCE_ROOT, "include", "moeperm", "moeperm.h")
 
 
 def tool():
@@ -24,3 +29,9 @@ def tool():
     if found is None:
         pytest.skip("no moeperm tool to compare with (set MOEPERM_TOOL)")
     return found
+
+
+def installed():
+    """True when the package under test is not the source tree's python/
+    (MOEPERM_INSTALLED_TEST says so: the install tests set it)."""
+    return os.environ.get("MOEPERM_INSTALLED_TEST") == "1"

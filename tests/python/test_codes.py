@@ -1,6 +1,5 @@
 """The dtype and status numbers the package passes and reports are the
 public header's, and each numpy and torch dtype maps to the right one."""
-import os
 import re
 
 import numpy as np
@@ -9,8 +8,9 @@ import pytest
 import moeperm
 from moeperm import _arrays, _capi
 
-HEADER = open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(moeperm.__file__))),
-                           "include", "moeperm", "moeperm.h")).read()
+import paths
+
+HEADER = open(paths.HEADER).read()
 
 
 def header_value(name):

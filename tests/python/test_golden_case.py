@@ -51,38 +51,38 @@ def test_load_gives_what_the_manifest_and_the_raw_files_hold(path):
 # Options of `moeperm golden`, and the same as Case.generate() keywords.
 GENERATED = {
     "permute-grad-bf16": (["--tokens", "6", "--top-k", "3", "--hidden", "20", "--dtype", "bf16"],
-                          dict(tokens=6, top_k=3, hidden=20, dtype="bf16")),
+                          dict(tokens_num=6, top_k=3, hidden_size=20, dtype="bf16")),
     "permute-grad-rows-values": (
         ["--tokens", "9", "--top-k", "2", "--hidden", "7", "--dtype", "fp16", "--rows", "11",
          "--values", "rounding", "--routing", "random", "--seed", "77"],
-        dict(tokens=9, top_k=2, hidden=7, dtype=np.float16, rows=11, values="rounding",
+        dict(tokens_num=9, top_k=2, hidden_size=7, dtype=np.float16, num_rows=11, values="rounding",
              routing="random", seed=77)),
     "permute-int64-sentinels": (
         ["--op", "permute", "--tokens", "8", "--top-k", "4", "--hidden", "5", "--dtype", "int8",
          "--index-dtype", "int64", "--sentinels", "--num-out-tokens", "-3", "--experts", "9",
          "--hot", "20"],
-        dict(op="permute", tokens=8, top_k=4, hidden=5, dtype="int8", index_dtype="int64",
-             sentinels=True, num_out_tokens=-3, experts=9, hot=20)),
+        dict(op="permute", tokens_num=8, top_k=4, hidden_size=5, dtype="int8", index_dtype="int64",
+             sentinels=True, num_out_tokens=-3, num_experts=9, hot_percent=20)),
     "unpermute-probs-dtype": (
         ["--op", "MoeTokenUnpermute", "--tokens", "5", "--top-k", "4", "--hidden", "33",
          "--dtype", "float32", "--probs-dtype", "bf16", "--probs-values", "masking",
          "--rows", "17"],
-        dict(op="MoeTokenUnpermute", tokens=5, top_k=4, hidden=33, dtype="float32",
-             probs_dtype="bf16", probs_values="masking", rows=17)),
+        dict(op="MoeTokenUnpermute", tokens_num=5, top_k=4, hidden_size=33, dtype="float32",
+             probs_dtype="bf16", probs_values="masking", num_rows=17)),
     "unpermute-no-probs": (
         ["--op", "unpermute", "--tokens", "7", "--top-k", "1", "--hidden", "9", "--dtype",
          "bf16", "--no-probs"],
-        dict(op="unpermute", tokens=7, top_k=1, hidden=9, dtype="bf16", no_probs=True)),
+        dict(op="unpermute", tokens_num=7, top_k=1, hidden_size=9, dtype="bf16", has_probs=False)),
     "unpermute-grad-chip": (
         ["--op", "unpermute-grad", "--tokens", "6", "--top-k", "2", "--hidden", "1500",
          "--dtype", "float16", "--probs-dtype", "float32", "--values", "cancel",
          "--ub-bytes", "40000"],
-        dict(op="unpermute-grad", tokens=6, top_k=2, hidden=1500, dtype="float16",
+        dict(op="unpermute-grad", tokens_num=6, top_k=2, hidden_size=1500, dtype="float16",
              probs_dtype="float32", values="cancel", ub_bytes=40000)),
     "name-with-quotes": (
         ["--tokens", "3", "--top-k", "2", "--hidden", "4", "--dtype", "fp32", "--name",
          "it's \"$(x)\" a case"],
-        dict(tokens=3, top_k=2, hidden=4, dtype="fp32", name="it's \"$(x)\" a case")),
+        dict(tokens_num=3, top_k=2, hidden_size=4, dtype="fp32", name="it's \"$(x)\" a case")),
 }
 
 
@@ -103,7 +103,8 @@ def test_generate_gives_the_bytes_of_the_tool(tmp_path, options, keywords):
 
 
 def test_generated_case_reloads_with_equal_fields(tmp_path):
-    case = golden.Case.generate(op="unpermute-grad", tokens=4, top_k=3, hidden=16, dtype="bf16",
+    case = golden.Case.generate(op="unpermute-grad", tokens_num=4, top_k=3, hidden_size=16,
+                                dtype="bf16",
                                 vector_cores=5, seed=3)
     path = case.save(tmp_path / "c")
     again = golden.Case.load(path)
@@ -159,19 +160,20 @@ def test_from_arrays_takes_tensors():
     torch = pytest.importorskip("torch", reason="torch is not installed")
     x = torch.arange(12, dtype=torch.bfloat16).reshape(6, 2)
     case = golden.Case.from_arrays("unpermute", {"permuted_tokens": x,
-                                                 "sorted_indices": torch.arange(6)})
+                                                 "sorted_indices": torch.arange(
+                                                     6, dtype=torch.int32)})
     assert case.inputs["permuted_tokens"].dtype == np.uint16
-    assert case.inputs["sorted_indices"].dtype == np.int32  # narrowed, as the operator takes
+    assert case.inputs["sorted_indices"].dtype == np.int32
     assert moeperm.bf16_to_float32(case.expected["unpermuted_tokens"]).tolist() == \
         x.float().tolist()
 
 
 def test_from_arrays_refused_by_the_operator_raises_its_status_and_sentence():
-    with pytest.raises(moeperm.Error, match=r"^sorted_indices\[4\] = 1 repeats "
-                                            r"sorted_indices\[1\]$") as info:
+    with pytest.raises(moeperm.Error, match=r"^the device's result is undetermined: "
+                                            r"sorted_indices\[4\] = -1 is negative") as info:
         golden.Case.from_arrays("permute-grad", {
             "permuted_output_grad": np.ones((8, 3), np.float32),
-            "sorted_indices": np.array([0, 1, 2, 3, 1, 5, 6, 7], np.int32)}, num_topk=2)
+            "sorted_indices": np.array([0, 1, 2, 3, -1, 5, 6, 7], np.int32)}, num_topk=2)
     assert info.value.status == 161002
 
 
@@ -189,9 +191,9 @@ def test_from_arrays_misuse_names_the_input_or_attribute():
                                 num_topk=2)
     with pytest.raises(TypeError, match=r"^a MoeTokenPermuteGrad case needs num_topk$"):
         golden.Case.from_arrays("MoeTokenPermuteGrad", grad)
-    with pytest.raises(TypeError, match=r"^MoeTokenPermuteGrad has no attribute top_k; its "
-                                        r"attributes are num_topk, padded_mode$"):
-        golden.Case.from_arrays("MoeTokenPermuteGrad", grad, top_k=2)
+    with pytest.raises(TypeError, match=r"^MoeTokenPermuteGrad has no attribute num_out_tokens; "
+                                        r"its attributes are num_topk, padded_mode$"):
+        golden.Case.from_arrays("MoeTokenPermuteGrad", grad, num_topk=2, num_out_tokens=2)
     with pytest.raises(ValueError, match=r"^op is \"MoeTokenFrob\", expected "
                                          r"MoeTokenPermuteGrad"):
         golden.Case.from_arrays("MoeTokenFrob", grad)
@@ -202,31 +204,31 @@ def test_from_arrays_misuse_names_the_input_or_attribute():
 
 def test_generate_misuse_names_the_keyword():
     with pytest.raises(TypeError, match=r"^Case.generate\(\) needs hidden"):
-        golden.Case.generate(tokens=4, top_k=2, dtype="bf16")
+        golden.Case.generate(tokens_num=4, top_k=2, dtype="bf16")
     with pytest.raises(ValueError, match=r"^top_k is 513, expected an integer from 1 to 512$"):
-        golden.Case.generate(tokens=4, top_k=513, hidden=2, dtype="bf16")
+        golden.Case.generate(tokens_num=4, top_k=513, hidden_size=2, dtype="bf16")
     with pytest.raises(ValueError, match=r"^dtype is \"double\", expected float32"):
-        golden.Case.generate(tokens=4, top_k=2, hidden=2, dtype="double")
+        golden.Case.generate(tokens_num=4, top_k=2, hidden_size=2, dtype="double")
     with pytest.raises(ValueError, match=r"^values is \"loud\", expected one of normal, "):
-        golden.Case.generate(tokens=4, top_k=2, hidden=2, dtype="bf16", values="loud")
+        golden.Case.generate(tokens_num=4, top_k=2, hidden_size=2, dtype="bf16", values="loud")
     with pytest.raises(ValueError, match=r"^index_dtype is float32, expected int32 or int64$"):
-        golden.Case.generate(op="permute", tokens=4, top_k=2, hidden=2, dtype="bf16",
+        golden.Case.generate(op="permute", tokens_num=4, top_k=2, hidden_size=2, dtype="bf16",
                              index_dtype="float32")
 
 
 def test_generate_spec_refused_by_the_library_says_why():
     with pytest.raises(golden.CaseError, match=r"^top_k is 2, but without probs "
                                                r"MoeTokenUnpermute takes top_k 1$"):
-        golden.Case.generate(op="unpermute", tokens=4, top_k=2, hidden=2, dtype="bf16",
-                             no_probs=True)
+        golden.Case.generate(op="unpermute", tokens_num=4, top_k=2, hidden_size=2, dtype="bf16",
+                             has_probs=False)
     with pytest.raises(golden.CaseError, match=r"^num_rows is 9, expected 0 to "
                                                r"tokens_num\*top_k = 8$"):
-        golden.Case.generate(tokens=4, top_k=2, hidden=2, dtype="bf16", rows=9)
+        golden.Case.generate(tokens_num=4, top_k=2, hidden_size=2, dtype="bf16", num_rows=9)
 
 
 def test_save_refuses_an_existing_case_without_force_and_leaves_it(tmp_path):
-    a = golden.Case.generate(tokens=4, top_k=2, hidden=3, dtype="bf16", seed=1)
-    b = golden.Case.generate(tokens=4, top_k=2, hidden=3, dtype="bf16", seed=2)
+    a = golden.Case.generate(tokens_num=4, top_k=2, hidden_size=3, dtype="bf16", seed=1)
+    b = golden.Case.generate(tokens_num=4, top_k=2, hidden_size=3, dtype="bf16", seed=2)
     a.save(tmp_path / "c")
     before = open(tmp_path / "c" / "case.json").read()
     with pytest.raises(golden.CaseError, match=r"already exists"):
@@ -239,7 +241,7 @@ def test_save_refuses_an_existing_case_without_force_and_leaves_it(tmp_path):
 def test_save_with_force_refuses_a_directory_that_is_not_a_case(tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("keep me")
-    case = golden.Case.generate(tokens=2, top_k=1, hidden=2, dtype="fp32")
+    case = golden.Case.generate(tokens_num=2, top_k=1, hidden_size=2, dtype="fp32")
     with pytest.raises(golden.CaseError, match=r"notes.txt"):
         case.save(tmp_path / "notes", force=True)
     assert os.listdir(tmp_path / "notes") == ["notes.txt"]
@@ -249,7 +251,7 @@ def test_load_of_a_missing_or_damaged_case_names_the_file(tmp_path):
     with pytest.raises(golden.CaseError, match=str(tmp_path / "nowhere")) as info:
         golden.Case.load(tmp_path / "nowhere")
     assert isinstance(info.value, moeperm.Error)
-    case = golden.Case.generate(tokens=4, top_k=2, hidden=3, dtype="bf16")
+    case = golden.Case.generate(tokens_num=4, top_k=2, hidden_size=3, dtype="bf16")
     path = case.save(tmp_path / "c")
     data = bytearray(open(os.path.join(path, "input_grad.bin"), "rb").read())
     data[0] ^= 1
@@ -261,7 +263,7 @@ def test_load_of_a_missing_or_damaged_case_names_the_file(tmp_path):
 def test_cases_are_sorted_with_relative_ids_and_filtered_by_operator(tmp_path):
     for name, op in (("b/two", "permute"), ("a/one", "permute-grad"), ("a/three", "unpermute"),
                      (".hidden/four", "permute")):
-        golden.Case.generate(op=op, tokens=3, top_k=1, hidden=2, dtype="fp32").save(
+        golden.Case.generate(op=op, tokens_num=3, top_k=1, hidden_size=2, dtype="fp32").save(
             tmp_path / name)
     found = golden.cases(tmp_path)
     assert [c.id for c in found] == ["a/one", "a/three", "b/two"]
@@ -280,7 +282,8 @@ def test_cases_of_a_missing_directory_is_an_error_naming_it(tmp_path):
 
 
 def test_call_runs_the_reference_or_a_given_function_with_named_outputs():
-    case = golden.Case.generate(op="unpermute-grad", tokens=3, top_k=2, hidden=8, dtype="fp16")
+    case = golden.Case.generate(op="unpermute-grad", tokens_num=3, top_k=2, hidden_size=8,
+                                dtype="fp16")
     outputs = case.call()
     assert list(outputs) == ["permuted_tokens_grad", "probs_grad"]
     assert case.call(lambda **kw: {"x": 1}) == {"x": 1}

@@ -70,7 +70,7 @@ def test_max_ulp_gives_within_tolerance_as_the_tool_says_it(tmp_path):
 
 
 def test_every_output_of_a_two_output_case_is_judged_like_the_tool(tmp_path):
-    case = golden.Case.generate(op="unpermute-grad", tokens=7, top_k=3, hidden=40,
+    case = golden.Case.generate(op="unpermute-grad", tokens_num=7, top_k=3, hidden_size=40,
                                 dtype="float16", probs_dtype="bf16", values="cancel", seed=9)
     path = case.save(tmp_path / "case")
     ptg = flipped(case.expected["permuted_tokens_grad"], [(3, 4)], 0x0001)
@@ -90,7 +90,7 @@ def test_every_output_of_a_two_output_case_is_judged_like_the_tool(tmp_path):
 
 def test_a_known_bug_is_named_in_the_diagnosis():
     # A kernel that never adds the last slot of each token.
-    case = golden.Case.generate(tokens=16, top_k=4, hidden=32, dtype="float32", seed=4)
+    case = golden.Case.generate(tokens_num=16, top_k=4, hidden_size=32, dtype="float32", seed=4)
     grad = case.inputs["permuted_output_grad"]
     idx = case.inputs["sorted_indices"].copy()
     idx.reshape(-1, 4)[:, 3] = grad.shape[0] + 100  # past the rows: never added
@@ -104,7 +104,8 @@ def test_a_known_bug_is_named_in_the_diagnosis():
 
 
 def test_strict_nan_tells_nan_payloads_apart():
-    case = golden.Case.generate(tokens=8, top_k=2, hidden=16, dtype="float32", values="nan-inf")
+    case = golden.Case.generate(tokens_num=8, top_k=2, hidden_size=16, dtype="float32",
+                                values="nan-inf")
     expected = case.expected["input_grad"]
     nan = np.isnan(expected)
     assert nan.any()
@@ -116,7 +117,7 @@ def test_strict_nan_tells_nan_payloads_apart():
 
 
 def test_outputs_of_the_wrong_kind_are_refused_naming_them():
-    case = golden.Case.generate(op="permute", tokens=4, top_k=2, hidden=3, dtype="bf16")
+    case = golden.Case.generate(op="permute", tokens_num=4, top_k=2, hidden_size=3, dtype="bf16")
     permuted = case.expected["permuted_tokens"]
     with pytest.raises(TypeError, match=r"^outputs\[\"permuted_tokens\"\] dtype float32 is not "
                                         r"supported here; it must be uint16 \(bf16 bit "

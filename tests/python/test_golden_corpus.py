@@ -28,19 +28,19 @@ def test_committed_case_is_reproduced_from_python(golden_case):
 GENERATED = [
     dict(op=op, dtype=dtype, **extra)
     for op, extras in (
-        ("MoeTokenPermuteGrad", [dict(top_k=4), dict(top_k=3, rows=20)]),
+        ("MoeTokenPermuteGrad", [dict(top_k=4), dict(top_k=3, num_rows=20)]),
         ("MoeTokenPermute", [dict(top_k=4), dict(top_k=2, num_out_tokens=-5, index_dtype="int64",
                                                  sentinels=True)]),
-        ("MoeTokenUnpermute", [dict(top_k=4, rows=25), dict(top_k=1, no_probs=True)]),
-        ("MoeTokenUnpermuteGrad", [dict(top_k=4, rows=25, values="cancel"),
-                                   dict(top_k=1, no_probs=True)]))
+        ("MoeTokenUnpermute", [dict(top_k=4, num_rows=25), dict(top_k=1, has_probs=False)]),
+        ("MoeTokenUnpermuteGrad", [dict(top_k=4, num_rows=25, values="cancel"),
+                                   dict(top_k=1, has_probs=False)]))
     for extra in extras
     for dtype in ("float32", "float16", "bf16")]
 
 
 @pytest.mark.parametrize("spec", GENERATED, ids=lambda s: "-".join(str(v) for v in s.values()))
 def test_generated_case_of_every_operator_is_reproduced_from_python(spec):
-    case = golden.Case.generate(tokens=8, hidden=300, seed=11, **spec)
+    case = golden.Case.generate(tokens_num=8, hidden_size=300, seed=11, **spec)
     outputs = case.call()
     report = golden.compare(case, outputs, strict_nan=True)
     assert report.same, str(report)

@@ -1,4 +1,8 @@
-"""Where the package finds libmoeperm, and what it says when it cannot."""
+"""Where the package finds libmoeperm, and what it says when it cannot.
+
+The same tests run against the source tree's package and an installed copy
+(a wheel's libraries are libmoeperm.so, meson install's libmoeperm.so.0):
+expected file names come from the libraries the package under test loaded."""
 import os
 import re
 import shutil
@@ -9,8 +13,16 @@ import pytest
 
 import moeperm
 
+import paths
+
 PACKAGE = os.path.dirname(moeperm.__file__)
-SOURCE_ROOT = os.path.dirname(os.path.dirname(PACKAGE))
+SOURCE_ROOT = paths.SOURCE_ROOT
+
+
+def from_source_tree():
+    """Skips unless the package under test is this source tree's python/."""
+    if os.path.dirname(PACKAGE) != os.path.join(SOURCE_ROOT, "python"):
+        pytest.skip("the package under test is an installed copy, not the source tree's")
 
 
 def run_python(code, env_changes, cwd, pythonpath):
@@ -61,7 +73,27 @@ def test_installed_package_loads_the_recorded_library_without_variables(tmp_path
     site = copy_package(tmp_path, libdir)
     r = run_python("import moeperm; print(moeperm.library_path)", {}, str(tmp_path), site)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == os.path.join(libdir, "libmoeperm.so.0")
+    assert r.stdout.strip() == moeperm.library_path
+
+
+def test_recorded_directory_is_relative_to_the_package_so_a_moved_tree_still_works(tmp_path):
+    # As meson install records it: lib/ and lib/python3/dist-packages/ below
+    # one prefix; then the whole prefix moves.
+    prefix = tmp_path / "prefix"
+    (prefix / "lib").mkdir(parents=True)
+    for loaded in (moeperm.library_path, golden_path()):
+        shutil.copy(loaded, prefix / "lib" / os.path.basename(loaded))
+    site = copy_package(prefix, os.path.join("..", "..", "..", "..", "lib"))
+    (prefix / "lib" / "python3").mkdir()
+    shutil.move(site, str(prefix / "lib" / "python3" / "dist-packages"))
+    moved = tmp_path / "moved"
+    shutil.move(str(prefix), str(moved))
+    r = run_python("import moeperm, moeperm.golden; print(moeperm.library_path); "
+                   "print(moeperm.golden.library_path)", {}, str(tmp_path),
+                   str(moved / "lib" / "python3" / "dist-packages"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(moved / "lib" / os.path.basename(moeperm.library_path)),
+                                str(moved / "lib" / os.path.basename(golden_path()))]
 
 
 def test_nothing_found_lists_every_place_looked(tmp_path):
@@ -78,6 +110,7 @@ def test_nothing_found_lists_every_place_looked(tmp_path):
 
 
 def test_source_tree_without_variables_uses_its_build_directory(tmp_path):
+    from_source_tree()
     built = os.path.join(SOURCE_ROOT, "build", "src", "libmoeperm.so.0")
     if not os.path.exists(built):
         pytest.skip("this source tree has no build/ directory")
@@ -121,9 +154,13 @@ def test_library_that_cannot_be_loaded_is_named_and_the_next_directory_tried(tmp
     assert os.path.dirname(r.stdout.strip()) == libdir
 
 
-def golden_dir():
+def golden_path():
     from moeperm import golden
-    return os.path.dirname(golden.library_path)
+    return golden.library_path
+
+
+def golden_dir():
+    return os.path.dirname(golden_path())
 
 
 def test_golden_library_is_loaded_on_first_use_only():
@@ -134,7 +171,7 @@ def test_golden_library_is_loaded_on_first_use_only():
                    SOURCE_ROOT, os.path.dirname(PACKAGE))
     assert r.returncode == 0, r.stderr
     first, path = r.stdout.split()
-    assert first == "False" and path == os.path.join(golden_dir(), "libmoeperm-golden.so.0")
+    assert first == "False" and path == golden_path()
 
 
 def test_directory_variable_without_the_golden_library_fails_only_golden(tmp_path):
@@ -142,8 +179,12 @@ def test_directory_variable_without_the_golden_library_fails_only_golden(tmp_pat
             "print(moeperm.moe_token_permute_grad(numpy.ones((1, 1), numpy.float32), [0], 1)"
             ".tolist())\n"
             "import moeperm.golden")
-    r = run_python(code, {"MOEPERM_LIBRARY_DIR": os.path.dirname(moeperm.library_path)},
-                   str(tmp_path), os.path.dirname(PACKAGE))
+    # libmoeperm alone in a directory (an installed copy keeps both in one).
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(moeperm.library_path, alone / os.path.basename(moeperm.library_path))
+    r = run_python(code, {"MOEPERM_LIBRARY_DIR": str(alone)}, str(tmp_path),
+                   os.path.dirname(PACKAGE))
     assert r.stdout.strip() == "[[1.0]]"
     assert r.returncode == 1
     assert "ImportError: moeperm cannot find libmoeperm-golden." in r.stderr
@@ -153,18 +194,18 @@ def test_directory_variable_without_the_golden_library_fails_only_golden(tmp_pat
 def test_installed_package_loads_both_recorded_libraries_without_variables(tmp_path):
     libdir = tmp_path / "lib"
     libdir.mkdir()
-    shutil.copy(moeperm.library_path, libdir / "libmoeperm.so.0")
-    shutil.copy(os.path.join(golden_dir(), "libmoeperm-golden.so.0"),
-                libdir / "libmoeperm-golden.so.0")
+    names = [os.path.basename(p) for p in (moeperm.library_path, golden_path())]
+    shutil.copy(moeperm.library_path, libdir / names[0])
+    shutil.copy(golden_path(), libdir / names[1])
     site = copy_package(tmp_path, str(libdir))
     r = run_python("import moeperm, moeperm.golden; print(moeperm.library_path); "
                    "print(moeperm.golden.library_path)", {}, str(tmp_path), site)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [str(libdir / "libmoeperm.so.0"),
-                                str(libdir / "libmoeperm-golden.so.0")]
+    assert r.stdout.split() == [str(libdir / n) for n in names]
 
 
 def test_source_tree_without_variables_uses_its_golden_build_directory(tmp_path):
+    from_source_tree()
     built = os.path.join(SOURCE_ROOT, "build", "src", "golden", "libmoeperm-golden.so.0")
     if not os.path.exists(built):
         pytest.skip("this source tree has no build/ directory")

@@ -56,7 +56,7 @@ def test_arrays_of_other_dtypes_or_shapes_fail():
 
 
 def test_a_case_and_wrong_outputs_fail_with_str_of_the_report():
-    case = golden.Case.generate(tokens=6, top_k=2, hidden=9, dtype="bf16")
+    case = golden.Case.generate(tokens_num=6, top_k=2, hidden_size=9, dtype="bf16")
     wrong = case.expected["input_grad"].copy()
     wrong[0, 0] ^= 0x10
     with pytest.raises(AssertionError) as info:
@@ -110,7 +110,8 @@ def run_pytest(tmp_path, body, *args):
 
 def make_corpus(root):
     for name, op in (("s/b", "permute-grad"), ("s/a", "permute-grad"), ("t/c", "permute")):
-        golden.Case.generate(op=op, tokens=4, top_k=2, hidden=3, dtype="bf16").save(root / name)
+        golden.Case.generate(op=op, tokens_num=4, top_k=2, hidden_size=3,
+                             dtype="bf16").save(root / name)
 
 
 def test_plugin_runs_a_test_per_case_with_the_case_ids(tmp_path):
@@ -150,3 +151,105 @@ def test_example_test_runs_over_the_committed_corpus():
     ids = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::" in line]
     grad_cases = [c.id for c in golden.cases(paths.CORPUS, op="MoeTokenPermuteGrad")]
     assert ids[:len(grad_cases)] == grad_cases
+
+
+# -- how pytest finds the plugin, and xdist ----------------------------------
+
+MARKED_TEST = '''
+import os
+import pytest
+%(header)s
+from moeperm.testing import assert_bits_equal
+
+@pytest.mark.golden(%(root)r, op=%(op)r)
+def test_case(golden_case):
+    assert_bits_equal(golden_case, golden_case.call())
+    log = os.environ.get("CASE_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write("%%s %%s\\n" %% (os.environ.get("PYTEST_XDIST_WORKER", "-"), golden_case.id))
+'''
+
+
+def pytest_in(tmp_path, body, args, env_changes=None, drop=()):
+    """pytest run in a process of its own on ``body`` as test_case.py, with
+    this package importable and nothing naming the plugin unless ``args``
+    or ``env_changes`` do."""
+    (tmp_path / "test_case.py").write_text(body)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
+           + tuple(drop)}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(moeperm.__file__))] +
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update(env_changes or {})
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_case.py")] + list(args),
+                          capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                          timeout=600)
+
+
+def marked(header="", op="MoeTokenPermuteGrad", root=None):
+    return MARKED_TEST % {"header": header, "op": op,
+                          "root": root or os.path.join(paths.CORPUS, "dtype-topk")}
+
+
+def entry_point_installed():
+    from importlib import metadata
+    try:
+        group = metadata.entry_points(group="pytest11")
+    except TypeError:  # Python < 3.10
+        group = metadata.entry_points().get("pytest11", [])
+    return any(ep.name == "moeperm.testing" and ep.value == "moeperm.testing" for ep in group)
+
+
+def test_installed_package_loads_the_plugin_by_its_entry_point_without_p(tmp_path):
+    if not entry_point_installed():
+        pytest.skip("the package under test is not installed with its metadata (a source tree "
+                    "has no pytest11 entry point)")
+    r = pytest_in(tmp_path, marked(), ["-q"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "12 passed" in r.stdout and "PytestUnknownMarkWarning" not in r.stdout
+    # -p with the entry point's name: one plugin, registered once.
+    r = pytest_in(tmp_path, marked(), ["-q", "-p", "moeperm.testing"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    # And it can be turned off by that name.
+    r = pytest_in(tmp_path, marked(), ["-q", "-p", "no:moeperm.testing"])
+    assert r.returncode != 0 and "fixture 'golden_case' not found" in r.stdout
+
+
+@pytest.mark.parametrize("how", ["PYTEST_PLUGINS", "pytest_plugins", "PYTEST_PLUGINS and -p"])
+def test_plugin_loads_by_the_ways_the_docs_give_for_a_source_tree(tmp_path, how):
+    # Autoloading off: the source tree has no entry point, so one of these
+    # must name the plugin (meson devenv sets PYTEST_PLUGINS).
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    args = ["-q"]
+    header = ""
+    if how.startswith("PYTEST_PLUGINS"):
+        env["PYTEST_PLUGINS"] = "moeperm.testing"
+    else:
+        header = 'pytest_plugins = ["moeperm.testing"]'
+    if how.endswith("-p"):
+        args += ["-p", "moeperm.testing"]
+    r = pytest_in(tmp_path, marked(header), args, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "12 passed" in r.stdout
+
+
+def test_golden_corpus_spreads_over_xdist_workers_each_case_run_once(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (Debian: "
+                                        "python3-pytest-xdist)")
+    log = tmp_path / "cases.log"
+    r = pytest_in(tmp_path, marked(op=None, root=paths.CORPUS),
+                  ["-q", "-n", "2", "-p", "xdist.plugin", "-p", "moeperm.testing"],
+                  {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "CASE_LOG": str(log)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    ids = sorted(case_id for _, case_id in runs)
+    corpus = sorted(c.id for c in golden.cases(paths.CORPUS))
+    assert len(corpus) > 100
+    # Every case exactly once, over both workers: each worker collected the
+    # same ids in the same order (xdist refuses to run otherwise).
+    assert ids == corpus
+    assert {worker for worker, _ in runs} == {"gw0", "gw1"}
+    assert "%d passed" % len(corpus) in r.stdout

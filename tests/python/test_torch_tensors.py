@@ -26,13 +26,11 @@ def to_numpy(tensor):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint16],
                          ids=["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=["int32", "int64"])
-def test_tensor_results_equal_numpy_model_bit_for_bit(dtype, index_dtype):
+def test_tensor_results_equal_numpy_model_bit_for_bit(dtype):
     rng = np.random.default_rng(21)
     grad = models.random_grad(rng, (90, 33), dtype)
     idx = models.random_permutation(rng, 96)  # 6 dropped slots
-    result = moeperm.moe_token_permute_grad(to_torch(grad), torch.from_numpy(idx).to(index_dtype),
-                                            4)
+    result = moeperm.moe_token_permute_grad(to_torch(grad), torch.from_numpy(idx), 4)
     assert isinstance(result, torch.Tensor) and result.dtype == TORCH_OF[dtype]
     assert result.shape == (24, 33)
     models.assert_same_bits(models.permute_grad(grad, idx, 4), to_numpy(result))
@@ -113,9 +111,8 @@ def test_out_that_requires_grad_is_refused_untouched():
 
 def test_library_refusal_leaves_out_tensor_untouched():
     out = torch.full((2, 2), 9.0, dtype=torch.bfloat16)
-    idx = torch.tensor([0, 1, 2, 2], dtype=torch.int32)
-    with pytest.raises(moeperm.Error,
-                       match=r"^sorted_indices\[3\] = 2 repeats sorted_indices\[2\]$"):
+    idx = torch.tensor([0, 1, 2, -2], dtype=torch.int32)
+    with pytest.raises(moeperm.Error, match=r"sorted_indices\[3\] = -2 is negative"):
         moeperm.moe_token_permute_grad(torch.ones(4, 2, dtype=torch.bfloat16), idx, 2, out=out)
     assert (out == 9.0).all()
 
@@ -154,7 +151,10 @@ def test_every_operator_takes_strided_tensors_and_returns_tensors_of_the_input_k
     assert sorted_indices.dtype == torch.int32 and sorted_indices.tolist() == want[1].tolist()
     models.assert_same_bits(want[0], to_numpy(permuted))
     probs = torch.rand(30, 2, dtype=torch.float32)
-    out = moeperm.moe_token_unpermute(permuted, sorted_indices.long(), probs.t().contiguous().t())
+    # sorted_indices as a strided view: every other int32 of a wider tensor.
+    strided_indices = torch.stack([sorted_indices, -sorted_indices], 1)[:, 0]
+    assert strided_indices.stride() == (2,)
+    out = moeperm.moe_token_unpermute(permuted, strided_indices, probs.t().contiguous().t())
     assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
     models.assert_same_bits(models.unpermute(to_numpy(permuted), want[1], probs.numpy()),
                             to_numpy(out))
@@ -164,3 +164,64 @@ def test_every_operator_takes_strided_tensors_and_returns_tensors_of_the_input_k
     assert grads[0].dtype == torch.bfloat16 and grads[1].dtype == torch.float32
     models.assert_same_bits(models.unpermute_grad_tokens(to_numpy(out), want[1], 56,
                                                          probs.numpy()), to_numpy(grads[0]))
+
+
+def misaligned(values, dtype, offset=3):
+    """A tensor of ``values`` (a tensor) over a bytearray at an odd byte
+    offset, so its address is not a multiple of its element size; and the
+    bytearray."""
+    size = values.numel() * values.element_size()
+    raw = bytearray(size + offset)
+    t = torch.frombuffer(raw, dtype=dtype, count=values.numel(), offset=offset)
+    t = t.view(values.shape)
+    t.copy_(values)
+    assert t.data_ptr() % t.element_size()
+    return t, raw
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16], ids=["float32", "bf16"])
+def test_misaligned_tensor_inputs_are_copied_and_read_right(dtype):
+    # The library reads whole aligned elements: a tensor at an odd address
+    # reaches it as an aligned copy (as a misaligned numpy array does).
+    rng = np.random.default_rng(30)
+    x = to_torch(models.random_grad(rng, (12, 5), dtype))
+    idx = torch.from_numpy(models.random_permutation(rng, 12))
+    probs = torch.rand(4, 3)
+    g = to_torch(models.random_grad(rng, (4, 5), dtype))
+    mx, raw_x = misaligned(x, x.dtype)
+    midx, raw_idx = misaligned(idx, torch.int32)
+    mprobs, _ = misaligned(probs, torch.float32, offset=1)
+    before = bytes(raw_x), bytes(raw_idx)
+    for t in (mx, midx, mprobs):
+        v = _arrays.view(t, "t", (_capi.FLOAT32, _capi.BF16, _capi.INT32))
+        assert v.ptr % t.element_size() == 0 and v.owner is not t
+    pairs = [
+        (moeperm.moe_token_permute_grad(x, idx, 3), moeperm.moe_token_permute_grad(mx, midx, 3)),
+        (moeperm.moe_token_unpermute(x, idx, probs),
+         moeperm.moe_token_unpermute(mx, midx, mprobs)),
+        (moeperm.moe_token_permute(x[:4], idx.reshape(4, 3))[0],
+         moeperm.moe_token_permute(mx[:4], midx.reshape(4, 3))[0]),
+    ]
+    aligned_grads = moeperm.moe_token_unpermute_grad(x, g, idx, probs)
+    misaligned_grads = moeperm.moe_token_unpermute_grad(mx, misaligned(g, g.dtype)[0], midx,
+                                                        mprobs)
+    pairs += list(zip(aligned_grads, misaligned_grads))
+    for want, got in pairs:
+        models.assert_same_bits(to_numpy(want), to_numpy(got))
+    assert (bytes(raw_x), bytes(raw_idx)) == before
+
+
+def test_misaligned_tensor_out_is_refused_untouched():
+    grad = torch.ones(8, 3)
+    idx = torch.arange(8, dtype=torch.int32)
+    out, raw = misaligned(torch.full((4, 3), 7.0), torch.float32)
+    before = bytes(raw)
+    with pytest.raises(ValueError, match=r"^out has a layout libmoeperm cannot address without "
+                                         r"a copy \(an address not a multiple of its 4-byte "
+                                         r"elements\); pass a tensor whose address is aligned$"):
+        moeperm.moe_token_permute_grad(grad, idx, 2, out=out)
+    sorted_out, raw_sorted = misaligned(torch.zeros(8, dtype=torch.int32), torch.int32)
+    with pytest.raises(ValueError, match=r"^out\[1\] has a layout libmoeperm cannot address"):
+        moeperm.moe_token_permute(grad, idx.reshape(4, 2).long(),
+                                  out=(torch.empty(8, 3), sorted_out))
+    assert bytes(raw) == before and not any(raw_sorted)

@@ -24,7 +24,7 @@ def mixed_values(rng, shape, dtype, octaves=(-12, 12)):
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS.get)
 @pytest.mark.parametrize("probs_dtype", DTYPES, ids=IDS.get)
 @pytest.mark.parametrize("tokens,top_k,hidden,dropped", [
-    (1, 1, 1, 0), (7, 2, 17, 0), (33, 4, 64, 0), (16, 8, 40, 30), (9, 3, 5, 27)])
+    (1, 1, 1, 0), (7, 2, 17, 0), (33, 4, 64, 0), (16, 8, 40, 30), (9, 3, 5, 26)])
 def test_permuted_tokens_grad_equals_model_bit_for_bit(dtype, probs_dtype, tokens, top_k,
                                                        hidden, dropped):
     rng = np.random.default_rng(tokens * 1000 + top_k * 10 + hidden)
@@ -100,7 +100,7 @@ def test_chip_changes_the_order_only_where_the_tiling_cuts_rows():
 def test_chip_gives_the_probs_grad_of_a_case_generated_for_that_chip(ub_bytes, vector_cores):
     # The generator plans in C with moeperm_executor_set_chip(); the Python
     # call must reach the same plan.
-    case = golden.Case.generate(op="MoeTokenUnpermuteGrad", tokens=9, top_k=3, hidden=2500,
+    case = golden.Case.generate(op="MoeTokenUnpermuteGrad", tokens_num=9, top_k=3, hidden_size=2500,
                                 dtype="bf16", probs_dtype="float32", values="cancel",
                                 ub_bytes=ub_bytes, vector_cores=vector_cores)
     assert case.attrs["chip"] == (ub_bytes, vector_cores)
@@ -139,29 +139,35 @@ def test_strided_inputs_give_the_contiguous_result():
 def test_refusals_carry_the_library_sentence():
     x = np.ones((4, 3), np.float32)
     g = np.ones((2, 3), np.float32)
+    idx = np.arange(4, dtype=np.int32)
     probs = np.ones((2, 2), np.float32)
-    with pytest.raises(moeperm.Error, match=r"^unpermuted_tokens_grad dtype 1 \(float16\) "
-                                            r"differs from permuted_tokens dtype 0 \(float32\)$"):
-        moeperm.moe_token_unpermute_grad(x, g.astype(np.float16), np.arange(4), probs)
+    with pytest.raises(moeperm.Error, match=r"^the device refuses unpermuted_tokens_grad dtype 1 "
+                                            r"\(float16\): it must be permuted_tokens's, 0 "
+                                            r"\(float32\)$"):
+        moeperm.moe_token_unpermute_grad(x, g.astype(np.float16), idx, probs)
+    with pytest.raises(moeperm.Error, match=r"^the device refuses num_out_tokens = 0") as info:
+        moeperm.moe_token_unpermute_grad(x[:0], g, idx, probs)
+    assert info.value.status == 561002
     with pytest.raises(moeperm.Error, match=r"^chip vector_cores = 5000 is outside "
                                             r"\[1, 4096\]$") as info:
-        moeperm.moe_token_unpermute_grad(x, g, np.arange(4), probs, chip=(32768, 5000))
+        moeperm.moe_token_unpermute_grad(x, g, idx, probs, chip=(32768, 5000))
     assert info.value.status == 161002
     with pytest.raises(moeperm.Error, match=r"^chip ub_bytes = 1 is outside \[32768, 16777216\]$"):
-        moeperm.moe_token_unpermute_grad(x, g, np.arange(4), probs, chip=moeperm.Chip(1, 4))
+        moeperm.moe_token_unpermute_grad(x, g, idx, probs, chip=moeperm.Chip(1, 4))
 
 
 def test_misuse_is_a_type_or_value_error_naming_the_argument():
     x = np.ones((4, 3), np.float32)
     g = np.ones((2, 3), np.float32)
+    idx = np.arange(4, dtype=np.int32)
     with pytest.raises(TypeError, match=r"^chip is a str; it must be a moeperm.Chip"):
-        moeperm.moe_token_unpermute_grad(x, g, np.arange(4), np.ones((2, 2), np.float32),
+        moeperm.moe_token_unpermute_grad(x, g, idx, np.ones((2, 2), np.float32),
                                          chip="A2")
     with pytest.raises(TypeError, match=r"^chip is a int; it must be a moeperm.Chip"):
-        moeperm.moe_token_unpermute_grad(x, g, np.arange(4), chip=5)
+        moeperm.moe_token_unpermute_grad(x, g, idx, chip=5)
     with pytest.raises(ValueError, match=r"^unpermuted_tokens_grad has 3 dims; it must have 2 "
                                          r"\(\[tokens_num, hidden_size\]\)$"):
-        moeperm.moe_token_unpermute_grad(x, g.reshape(2, 3, 1), np.arange(4))
+        moeperm.moe_token_unpermute_grad(x, g.reshape(2, 3, 1), idx)
     with pytest.raises(TypeError, match=r"^sorted_indices dtype float64 is not supported"):
         moeperm.moe_token_unpermute_grad(x, g, np.arange(4.0))
 

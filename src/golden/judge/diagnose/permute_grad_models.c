@@ -599,6 +599,8 @@ int golden_pg_prepare_rows_ignored(void *ctx, const golden_diag_data *d, const i
             snprintf(err, err_len, "out of memory for a diagnosis model");
             return -1;
         }
+        for (int64_t r = 0; r < x->R; r++)
+            x->owner[r] = -1; /* a row no slot reads */
         for (int64_t i = 0; i < x->T * x->K; i++)
             if (x->idx[i] < x->R)
                 x->owner[x->idx[i]] = (int32_t)i;
@@ -611,6 +613,8 @@ int golden_pg_prepare_rows_ignored(void *ctx, const golden_diag_data *d, const i
         size_t count = 0;
         for (int64_t s = 0; s < 16; s++) {
             int64_t r = lo + (hi - lo) * s / 16;
+            if (x->owner[r] < 0)
+                continue;
             int64_t t = x->owner[r] / x->K;
             if (count == 0 || tokens[count - 1] != t)
                 tokens[count++] = t;

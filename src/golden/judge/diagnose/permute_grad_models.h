@@ -19,7 +19,7 @@ typedef struct pg_ctx {
     const int32_t *idx; /* sorted_indices [T*K] */
     int64_t R, H, T, K;
     bool has_dropped;
-    int32_t *owner; /* owner[row]: the slot position t*K+k that reads it (owned) */
+    int32_t *owner; /* owner[row]: a slot position t*K+k that reads it, or -1 (owned) */
     bool x_found;   /* rows-ignored-from: X in [x_lo, x_hi] */
     int64_t x_lo, x_hi;
 } pg_ctx;
