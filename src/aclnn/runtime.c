@@ -217,7 +217,8 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
         host_error("aclrtMemcpy: %s is NULL", dst == NULL ? "dst" : "src");
         return ACL_ERROR_INVALID_PARAM;
     }
-    if ((int)kind < (int)ACL_MEMCPY_HOST_TO_HOST || (int)kind > (int)ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+    if ((int)kind < (int)ACL_MEMCPY_HOST_TO_HOST ||
+        (int)kind > (int)ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
         host_error("aclrtMemcpy: kind %d is not a direction aclrtMemcpy takes (0 to 5)",
                    (int)kind);
         return ACL_ERROR_INVALID_PARAM;

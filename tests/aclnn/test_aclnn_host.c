@@ -323,8 +323,8 @@ static void test_permute_folds_trailing_dims_into_rows(void **state)
     upload_all(all, 4);
     uint64_t ws;
     aclOpExecutor *ex;
-    aclnnStatus st =
-        aclnnMoeTokenPermuteGetWorkspaceSize(x.acl, ix.acl, 0, false, out.acl, sorted.acl, &ws, &ex);
+    aclnnStatus st = aclnnMoeTokenPermuteGetWorkspaceSize(x.acl, ix.acl, 0, false, out.acl,
+                                                          sorted.acl, &ws, &ex);
     device_run(st, aclnnMoeTokenPermute, ws, ex, f->stream, all, 4, false);
     /* The reference: the same memory as [N, a*b] rows. */
     moeperm_tensor *x2 = moeperm_tensor_create((int64_t[]){n, a * b}, 2, MOEPERM_BF16, NULL, 0,

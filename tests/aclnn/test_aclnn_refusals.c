@@ -596,8 +596,37 @@ static void test_second_phase_needs_device_memory_a_live_plan_and_stream(void **
     free_tensors();
 }
 
-int main(void)
+/* Run alone, with MOEPERM_ACLNN_CHIP naming no chip (the variable is read
+ * once per process): the runtime refuses to start, names no chip, and
+ * MoeTokenUnpermuteGrad, whose result depends on the chip, plans nothing. */
+static void test_an_unknown_chip_is_refused_by_init_and_unpermute_grad(void **state)
 {
+    (void)state;
+    EXPECT(aclInit(NULL), ACL_ERROR_INVALID_PARAM, "MOEPERM_ACLNN_CHIP=Ascend999 names no chip");
+    assert_null(aclrtGetSocName());
+    message_names("Ascend999");
+    uint64_t ws;
+    aclOpExecutor *ex;
+    aclTensor *x = T(ACL_FLOAT, 4, 8), *g = T(ACL_FLOAT, 2, 8), *ix = T(ACL_INT32, 4),
+              *probs = T(ACL_FLOAT, 2, 2), *tg = T(ACL_FLOAT, 4, 8), *pg = T(ACL_FLOAT, 2, 2);
+    EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, probs, false, NULL, tg, pg, &ws,
+                                                      &ex),
+           ACLNN_ERR_RUNTIME_ERROR, "Ascend999");
+    /* The other operators do not depend on the chip. */
+    int32_t idx[4] = {1, 3, 0, 2};
+    upload(ix, idx, sizeof idx);
+    assert_int_equal(aclnnMoeTokenPermuteGradGetWorkspaceSize(x, ix, 2, false, g, &ws, &ex), 0);
+    assert_int_equal(aclnnMoeTokenPermuteGrad(NULL, ws, ex, stream), ACLNN_SUCCESS);
+    free_tensors();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "unknown-chip") == 0) {
+        const struct CMUnitTest alone[] = {cmocka_unit_test_setup_teardown(
+            test_an_unknown_chip_is_refused_by_init_and_unpermute_grad, setup, teardown)};
+        return cmocka_run_group_tests(alone, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
         TEST(test_init_and_finalize_count_as_on_the_device),
