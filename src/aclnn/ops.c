@@ -115,8 +115,8 @@ static int64_t element_count(const aclTensor *t)
     return n;
 }
 
-/* Whether an acl dtype value is one of libmoeperm's (the values are the
- * same; moeperm.h). */
+/* The bytes of an element of dtype, or 0 for a dtype libmoeperm does not
+ * know (its values are aclDataType's, moeperm.h). */
 static size_t dtype_size(aclDataType dtype)
 {
     return dtype >= 0 && dtype < 64 ? moeperm_dtype_size((moeperm_dtype)dtype) : 0;
@@ -138,7 +138,7 @@ static const char *dtype_name(aclDataType dtype)
     case ACL_INT64:
         return "ACL_INT64";
     default:
-        return "a dtype";
+        return "no dtype of the operators";
     }
 }
 
@@ -228,7 +228,7 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
             /* A mismatch that involves the optional input leaves the
              * required ones matching a kernel's list, so the device finds no
              * binary instead of refusing the parameters. */
-            bool optional = !spec[i].required || (listed && !spec[same].required);
+            bool optional = !spec[i].required || (listed && same >= 0 && !spec[same].required);
             return optional ? ACLNN_ERR_INNER_FIND_KERNEL_ERROR : ACLNN_ERR_PARAM_INVALID;
         }
         if (t[i]->format != ACL_FORMAT_ND) {
@@ -287,10 +287,14 @@ static aclnnStatus make_view(const char *fn, plan_arg *a, bool rows)
                 continue;
             if (seen && t->strides[i] != inner)
                 folds = false;
-            cols = t->dims[i] == 0 || cols == 0 ? 0 : cols * t->dims[i];
+            if (__builtin_mul_overflow(cols, t->dims[i], &cols)) {
+                folds = false; /* refused below, whatever cols holds */
+                cols = 1;
+            }
             if (!seen)
                 strides[1] = t->strides[i];
-            inner = t->strides[i] * t->dims[i];
+            if (__builtin_mul_overflow(t->strides[i], t->dims[i], &inner))
+                folds = false;
             seen = true;
         }
         if (!seen)
