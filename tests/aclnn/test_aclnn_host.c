@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
@@ -549,20 +551,36 @@ static void *work(void *arg)
     return arg;
 }
 
+/* The threads run in a child process: a check that fails on a thread
+ * other than cmocka's cannot report back cleanly, so the child's exit
+ * status carries the verdict, whatever way it ends. */
 static void test_threads_on_their_own_streams_get_the_same_bits(void **state)
 {
     (void)state;
-    pthread_t threads[4];
-    worker workers[4];
-    for (int i = 0; i < 4; i++) {
-        workers[i].seed = 1000 + 100 * (uint64_t)i;
-        assert_int_equal(pthread_create(&threads[i], NULL, work, &workers[i]), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pthread_t threads[4];
+        worker workers[4];
+        bool ok = true;
+        for (int i = 0; i < 4; i++) {
+            workers[i].seed = 1000 + 100 * (uint64_t)i;
+            ok = ok && pthread_create(&threads[i], NULL, work, &workers[i]) == 0;
+        }
+        for (int i = 0; ok && i < 4; i++) {
+            void *result = NULL;
+            ok = pthread_join(threads[i], &result) == 0 && result == &workers[i];
+        }
+        fflush(NULL);
+        _exit(ok ? 0 : 1);
     }
-    for (int i = 0; i < 4; i++) {
-        void *result;
-        assert_int_equal(pthread_join(threads[i], &result), 0);
-        assert_ptr_equal(result, &workers[i]);
-    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the threads' child process %s %d",
+                 WIFEXITED(status) ? "exited" : "died of signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 int main(void)
