@@ -88,13 +88,20 @@ typedef enum moeperm_op {
 MOEPERM_API const char *moeperm_op_name(moeperm_op op);
 MOEPERM_API moeperm_op moeperm_op_parse(const char *name);
 
-/* Status codes.  The values equal the vendor's aclnnStatus. */
+/*
+ * Status codes.  The values equal the vendor's aclnnStatus.  An operator
+ * refuses what the Atlas A2/A3 device refuses, with the device's code, and
+ * what the device's kernel gives no determined result for, with 161002;
+ * moeperm_last_error() then begins "the device refuses" or "the device's
+ * result is undetermined" (docs/operators.md, "The input domain").
+ */
 typedef int32_t moeperm_status;
 #define MOEPERM_SUCCESS 0                /* the call did what it says */
 #define MOEPERM_ERR_PARAM_NULLPTR 161001 /* a required tensor, pointer or out-pointer is NULL */
 #define MOEPERM_ERR_PARAM_INVALID 161002 /* a dtype, shape, attribute or index is not accepted */
 #define MOEPERM_ERR_RUNTIME_ERROR 361001 /* a runtime failed (device, memory, stream) */
 #define MOEPERM_ERR_INNER 561000         /* internal failure, e.g. memory allocation */
+#define MOEPERM_ERR_INNER_TILING_ERROR 561002 /* the device's tiling refuses the shapes or attributes */
 
 /*
  * moeperm_status_name() returns the name of a status code, such as
@@ -602,6 +609,52 @@ MOEPERM_API moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
 MOEPERM_API moeperm_status moeperm_route_sorted_indices(const int32_t *expert_ids, size_t n,
                                                         int32_t num_experts,
                                                         int32_t *sorted_indices);
+
+/* ---------------------------------------------------------------------- */
+/* Instruction sets                                                       */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The instruction set the operators' second phases run on.  Every one
+ * gives the same bits (the vector code is tested bit for bit against the
+ * portable C loops); they differ only in speed.  By default a run uses the
+ * best set this CPU has, or the portable loops when the environment
+ * variable MOEPERM_FORCE_PORTABLE is set to anything but "" or "0" (read
+ * once per process, at the first run or the first call below).  The
+ * values are the project's own.
+ */
+typedef enum moeperm_isa {
+    MOEPERM_ISA_AUTO = 0,      /* the chosen set, else the best this CPU has */
+    MOEPERM_ISA_PORTABLE = 1,  /* the portable C11 loops, on any CPU */
+    MOEPERM_ISA_X86_AVX2 = 2,  /* x86 with AVX2 and F16C */
+    MOEPERM_ISA_X86_AVX512 = 3 /* x86 with AVX-512 F, BW and VL */
+} moeperm_isa;
+
+/*
+ * moeperm_isa_in_use() returns the set a run started now uses: the one
+ * moeperm_isa_choose() chose, else the best this CPU has (PORTABLE under
+ * MOEPERM_FORCE_PORTABLE); never MOEPERM_ISA_AUTO.  Thread safe.
+ */
+MOEPERM_API moeperm_isa moeperm_isa_in_use(void);
+
+/*
+ * moeperm_isa_name() returns "auto", "portable", "x86-avx2" or
+ * "x86-avx512", or "unknown" for a value that is none of them.  Static
+ * strings; thread safe.
+ */
+MOEPERM_API const char *moeperm_isa_name(moeperm_isa isa);
+
+/*
+ * moeperm_isa_choose() makes every later run of this process use isa, so
+ * that a benchmark or a test can time or check the portable loops beside
+ * the vector code in one process; MOEPERM_ISA_AUTO goes back to the
+ * default above.  It overrides MOEPERM_FORCE_PORTABLE.  Returns
+ * MOEPERM_SUCCESS, or MOEPERM_ERR_PARAM_INVALID (with moeperm_last_error()
+ * saying why, and the choice unchanged) for a set this CPU or this build
+ * lacks or a value that is not a moeperm_isa.  Thread safe, but a run
+ * already in flight may finish on the set it started with.
+ */
+MOEPERM_API moeperm_status moeperm_isa_choose(moeperm_isa isa);
 
 /* ---------------------------------------------------------------------- */
 /* Conversions                                                            */

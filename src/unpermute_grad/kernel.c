@@ -28,9 +28,11 @@
 
 #include "core/fp.h"
 #include "core/fp_env.h"
+#include "core/checks.h"
 #include "core/internal.h"
 #include "core/kernel.h"
 #include "unpermute_grad/model.h"
+#include "unpermute_grad/unpermute_grad.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 #include <immintrin.h>
@@ -56,7 +58,7 @@ typedef struct ug_ctx {
  * may be NULL and its offset was never checked). */
 static char *origin(const struct moeperm_tensor *t)
 {
-    if (!t->data || element_count(t) == 0)
+    if (!t->data || moeperm_view_elements(t) == 0)
         return NULL;
     return (char *)t->data + t->offset * (int64_t)moeperm_dtype_size(t->dtype);
 }
@@ -705,7 +707,7 @@ static void resolve(const struct moeperm_unpermute_grad_plan *plan, ug_ctx *c)
 }
 
 bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, int threads,
-                                int path)
+                                moeperm_isa isa)
 {
     ug_ctx c;
     resolve(plan, &c);
@@ -727,13 +729,13 @@ bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, 
 
     ug_range range = range_portable;
 #ifdef MOEPERM_HAVE_X86_PATH
-    moeperm_kernel_path resolved = moeperm_kernel_resolve_path((moeperm_kernel_path)path);
-    if (resolved == MOEPERM_PATH_X86_AVX512)
+    moeperm_isa resolved = moeperm_isa_resolve(isa);
+    if (resolved == MOEPERM_ISA_X86_AVX512)
         range = range_avx512;
-    else if (resolved == MOEPERM_PATH_X86_AVX2)
+    else if (resolved == MOEPERM_ISA_X86_AVX2)
         range = range_avx2;
 #else
-    (void)path;
+    (void)isa;
 #endif
     bool stream = (double)c.rows * (double)c.hidden * (double)c.size >= (double)STREAM_MIN_BYTES;
     /* Every thread's scratch is taken before any output is written, so

@@ -18,7 +18,7 @@
  * tests/core/test_fast_paths.c every widening against fp.h, and the latter the
  * operator against the portable path bit for bit.
  */
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

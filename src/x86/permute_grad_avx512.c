@@ -9,7 +9,7 @@
  * integer operations for bf16: vcvtneps2bf16 would flush subnormals, so it
  * is not used), with mask registers where AVX2 compares into vectors.
  */
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

@@ -12,7 +12,7 @@
  * listed with their probs by x86_scaled_rows() and summed by the scaled
  * segments.
  */
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
@@ -169,13 +169,12 @@ static moeperm_x86_segment *x86_segment_for(moeperm_dtype dtype, bool scaled, bo
     return segments[scaled][avx512][d];
 }
 
-/* A plan (MoeTokenPermuteGrad's fields; probs for MoeTokenUnpermute) on
- * `team` threads. */
-static void x86_run(const struct moeperm_executor *plan, const struct moeperm_tensor *probs,
+/* A sum (with probs for MoeTokenUnpermute) on `team` threads. */
+static void x86_run(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
                     int team, bool avx512)
 {
     const struct moeperm_tensor *o = &plan->out;
-    int64_t size = (int64_t)moeperm_dtype_size(plan->grad.dtype);
+    int64_t size = (int64_t)moeperm_dtype_size(plan->permuted.dtype);
     x86_plan p = {
         .gather = moeperm_gather_of(plan),
         .probs = probs,
@@ -189,7 +188,7 @@ static void x86_run(const struct moeperm_executor *plan, const struct moeperm_te
     p.blocks = (p.hidden + p.block - 1) / p.block;
     int64_t tasks = tokens * p.blocks;
     bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
-    moeperm_x86_segment *segment = x86_segment_for(plan->grad.dtype, probs != NULL, avx512);
+    moeperm_x86_segment *segment = x86_segment_for(plan->permuted.dtype, probs != NULL, avx512);
     if (team <= 1 || tasks <= 1) {
         fp_env env = fp_env_enter();
         x86_tasks(&p, segment, stream, 0, tasks);
@@ -217,23 +216,15 @@ static void x86_run(const struct moeperm_executor *plan, const struct moeperm_te
     }
 }
 
-void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512)
+void moeperm_x86_run(const struct moeperm_sum *plan, int team, bool avx512)
 {
     x86_run(plan, NULL, team, avx512);
 }
 
-void moeperm_x86_run_unpermute(const struct moeperm_executor *plan, int team, bool avx512)
+void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
+                               int team, bool avx512)
 {
-    /* the same sum over the same kind of tensors, under their names in a
-     * MoeTokenPermuteGrad plan */
-    struct moeperm_executor sum = {
-        .op = MOEPERM_OP_PERMUTE_GRAD,
-        .grad = plan->unpermute.permuted_tokens,
-        .indices = plan->unpermute.sorted_indices,
-        .out = plan->unpermute.out,
-        .top_k = plan->unpermute.top_k,
-    };
-    x86_run(&sum, &plan->unpermute.probs, team, avx512);
+    x86_run(plan, probs, team, avx512);
 }
 
 #endif

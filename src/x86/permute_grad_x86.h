@@ -11,7 +11,7 @@
  * output columns; the segments and the conversions are written once, in
  * permute_grad_template.h, and compiled for AVX2 + F16C by
  * permute_grad_avx2.c and for AVX-512 F, BW and VL by
- * permute_grad_avx512.c.  Only included through kernel.h, on x86 with a
+ * permute_grad_avx512.c.  Only included through sum/sum.h, on x86 with a
  * GNU C compiler (MOEPERM_HAVE_X86_PATH).
  */
 #ifndef MOEPERM_X86_PERMUTE_GRAD_X86_H
@@ -25,16 +25,18 @@
 
 #include "cpu_features.h"
 
-struct moeperm_executor;
+struct moeperm_sum;
+struct moeperm_tensor;
 
-/* Runs a plan with unit column strides on `team` threads, with the
- * AVX-512 segments when avx512 (only when moeperm_x86_avx512_available())
+/* Runs a sum (src/sum/) with unit column strides on `team` threads, with
+ * the AVX-512 segments when avx512 (only when moeperm_x86_avx512_available())
  * and the AVX2 ones otherwise (only when moeperm_x86_available()). */
-void moeperm_x86_run(const struct moeperm_executor *plan, int team, bool avx512);
+void moeperm_x86_run(const struct moeperm_sum *plan, int team, bool avx512);
 
-/* The same for a MoeTokenUnpermute plan with probs (plan->unpermute) whose
- * permuted_tokens and out have unit column strides. */
-void moeperm_x86_run_unpermute(const struct moeperm_executor *plan, int team, bool avx512);
+/* The same for MoeTokenUnpermute with probs: its sum, each row times its
+ * prob; permuted_tokens and out have unit column strides. */
+void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
+                               int team, bool avx512);
 
 /* One task: output columns [0, width) of out, the sum of the listed rows
  * (moeperm_token_rows(), each pointing at the task's first column), for

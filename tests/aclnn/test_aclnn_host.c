@@ -365,8 +365,27 @@ static void permutation(twin *ix, int64_t count, uint64_t *rng)
     free(p);
 }
 
+/* Indices as a device takes them: any non-negative values, rows read
+ * twice, entries at or past rows (dropped slots) up to 1065353216 (the
+ * bits of 1.0f, which the vendor's examples hand over as an index).  With
+ * unique, no row below rows is named twice (MoeTokenUnpermuteGrad's rule). */
+static void wild_indices(twin *ix, int64_t count, int64_t rows, bool unique, uint64_t *rng)
+{
+    permutation(ix, count, rng);
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t r = rng_next(rng);
+        if (r % 4 == 0)
+            twin_set_index(ix, i, rows + (int64_t)(r >> 40) % 5); /* just past the rows */
+        else if (r % 4 == 1)
+            twin_set_index(ix, i, 1065353216);
+        else if (r % 4 == 2 && !unique && rows > 0)
+            twin_set_index(ix, i, (int64_t)((r >> 32) % (uint64_t)rows)); /* a repeat, maybe */
+    }
+}
+
 static void permute_grad_case(aclrtStream stream, moeperm_dtype dtype, int64_t n, int64_t k,
-                              int64_t h, int64_t rows, layout l, bool upload_after, uint64_t seed)
+                              int64_t h, int64_t rows, layout l, bool upload_after, uint64_t seed,
+                              bool wild)
 {
     uint64_t rng = seed;
     twin g, ix, out;
@@ -374,7 +393,10 @@ static void permute_grad_case(aclrtStream stream, moeperm_dtype dtype, int64_t n
     twin_make(&ix, MOEPERM_INT32, 1, (int64_t[]){n * k}, l, 1, &rng);
     twin_make(&out, dtype, 2, (int64_t[]){n, h}, l, 4, &rng);
     twin_fill_finite(&g, &rng);
-    permutation(&ix, n * k, &rng);
+    if (wild)
+        wild_indices(&ix, n * k, rows, false, &rng);
+    else
+        permutation(&ix, n * k, &rng);
     twin *all[] = {&g, &ix, &out};
     static const char *const names[] = {"permutedOutputGrad", "sortedIndices", "out"};
     if (!upload_after)
@@ -400,16 +422,19 @@ static void test_permute_grad_every_dtype_view_and_dropped_slots(void **state)
     uint64_t seed = 100;
     for (size_t d = 0; d < 3; d++)
         for (int l = DENSE; l <= COLUMNS; l++) {
-            permute_grad_case(f->stream, floats[d], 4, 3, 5, 12, (layout)l, false, seed++);
-            permute_grad_case(f->stream, floats[d], 4, 3, 5, 7, (layout)l, true, seed++);
-            permute_grad_case(f->stream, floats[d], 3, 1, 9, 2, (layout)l, l == PADDED, seed++);
+            permute_grad_case(f->stream, floats[d], 4, 3, 5, 12, (layout)l, false, seed++, false);
+            permute_grad_case(f->stream, floats[d], 4, 3, 5, 7, (layout)l, true, seed++, false);
+            permute_grad_case(f->stream, floats[d], 3, 1, 9, 2, (layout)l, l == PADDED, seed++,
+                              false);
+            permute_grad_case(f->stream, floats[d], 5, 4, 6, 9, (layout)l, true, seed++, true);
+            permute_grad_case(f->stream, floats[d], 5, 4, 6, 30, (layout)l, false, seed++, true);
         }
 }
 
 /* drop: how many slots name no row (rows = slots - drop). */
 static void unpermute_case(aclrtStream stream, moeperm_dtype dtype, int probs_dtype, int64_t n,
                            int64_t k, int64_t h, int64_t drop, layout l, bool upload_after,
-                           uint64_t seed)
+                           uint64_t seed, bool wild)
 {
     uint64_t rng = seed;
     bool with_probs = probs_dtype >= 0;
@@ -426,7 +451,10 @@ static void unpermute_case(aclrtStream stream, moeperm_dtype dtype, int probs_dt
     }
     twin_make(&out, dtype, 2, (int64_t[]){n, h}, l, 2, &rng);
     twin_fill_finite(&x, &rng);
-    permutation(&ix, n * k, &rng);
+    if (wild)
+        wild_indices(&ix, n * k, rows, false, &rng);
+    else
+        permutation(&ix, n * k, &rng);
     twin *all[] = {&x, &ix, &out, &probs};
     static const char *const names[] = {"permutedTokens", "sortedIndices", "out",
                                         "probsOptional"};
@@ -457,8 +485,12 @@ static void test_unpermute_every_dtype_pair_view_no_probs_and_dropped_slots(void
         for (int p = -1; p < 3; p++)
             for (int l = DENSE; l <= COLUMNS; l++) {
                 int probs = p < 0 ? -1 : (int)floats[p];
-                unpermute_case(f->stream, floats[d], probs, 4, 2, 5, 0, (layout)l, false, seed++);
-                unpermute_case(f->stream, floats[d], probs, 5, 3, 4, 2, (layout)l, true, seed++);
+                unpermute_case(f->stream, floats[d], probs, 4, 2, 5, 0, (layout)l, false, seed++,
+                               false);
+                unpermute_case(f->stream, floats[d], probs, 5, 3, 4, 2, (layout)l, true, seed++,
+                               false);
+                unpermute_case(f->stream, floats[d], probs, 5, 3, 4, 2, (layout)l, true, seed++,
+                               true);
             }
 }
 
@@ -467,7 +499,7 @@ static void test_unpermute_every_dtype_pair_view_no_probs_and_dropped_slots(void
 /* drop: how many slots name no row (rows = slots - drop). */
 static void unpermute_grad_case(aclrtStream stream, moeperm_dtype dtype, int probs_dtype,
                                 int64_t n, int64_t k, int64_t h, int64_t drop, layout l,
-                                bool upload_after, uint64_t seed)
+                                bool upload_after, uint64_t seed, bool wild)
 {
     uint64_t rng = seed;
     bool with_probs = probs_dtype >= 0;
@@ -489,7 +521,10 @@ static void unpermute_grad_case(aclrtStream stream, moeperm_dtype dtype, int pro
     twin_fill_finite(&g, &rng);
     if (with_probs)
         twin_fill_finite(&probs, &rng);
-    permutation(&ix, n * k, &rng);
+    if (wild)
+        wild_indices(&ix, n * k, rows, true, &rng);
+    else
+        permutation(&ix, n * k, &rng);
     twin *all[] = {&x, &g, &ix, &tg, &pg, &probs};
     static const char *const names[] = {"permuteTokens",         "unpermutedTokensGrad",
                                         "sortedIndices",         "permutedTokensGradOut",
@@ -523,9 +558,13 @@ static void test_unpermute_grad_every_dtype_pair_view_no_probs_and_dropped_slots
             for (int l = DENSE; l <= COLUMNS; l++) {
                 int probs = p < 0 ? -1 : (int)floats[p];
                 unpermute_grad_case(f->stream, floats[d], probs, 4, 2, 5, 0, (layout)l, false,
-                                    seed++);
+                                    seed++, false);
                 unpermute_grad_case(f->stream, floats[d], probs, 3, 3, 70, 2, (layout)l, true,
-                                    seed++);
+                                    seed++, false);
+                /* More rows than slots: the rows no slot names keep their
+                 * bytes. */
+                unpermute_grad_case(f->stream, floats[d], probs, 3, 2, 9, -5, (layout)l, true,
+                                    seed++, true);
             }
 }
 
@@ -543,9 +582,9 @@ static void *work(void *arg)
         return NULL;
     for (int i = 0; i < 4; i++) {
         permute_grad_case(stream, floats[i % 3], 6, 2, 33, 10, (layout)(i % 3), i & 1,
-                          w->seed + (uint64_t)i);
+                          w->seed + (uint64_t)i, i >= 2);
         unpermute_grad_case(stream, floats[i % 3], (int)floats[(i + 1) % 3], 5, 2, 40, 1,
-                            (layout)(i % 3), i & 1, w->seed + 10 + (uint64_t)i);
+                            (layout)(i % 3), i & 1, w->seed + 10 + (uint64_t)i, i >= 2);
     }
     aclrtDestroyStream(stream);
     return arg;

@@ -25,6 +25,7 @@
 #endif
 
 #include "bench_time.h"
+#include "core/dispatch.h"
 #include "core/internal.h"
 
 static void *must_alloc(size_t bytes)

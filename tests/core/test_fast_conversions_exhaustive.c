@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "core/fp.h"
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
@@ -61,7 +61,7 @@ static void check_all(bool bf16, bool avx512, bool *ok, uint32_t *first_bad)
 
 static void check_set(bool bf16, bool avx512)
 {
-    if (!(avx512 ? moeperm_x86_avx512_available() : moeperm_x86_available())) {
+    if (!moeperm_isa_supported(avx512 ? MOEPERM_ISA_X86_AVX512 : MOEPERM_ISA_X86_AVX2)) {
         print_message("skipped: this CPU has no %s\n",
                       avx512 ? "AVX-512 F, BW and VL" : "AVX2 and F16C");
         skip();

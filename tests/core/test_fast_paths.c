@@ -1,6 +1,6 @@
 /*
  * The fast paths against the portable path, bit for bit (docs/arithmetic.md
- * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * fixes the bits, and the portable loop of src/sum/sum.c is the reference),
  * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/core/test_fast_conversions_exhaustive.c does all 2^32),
@@ -31,18 +31,20 @@
 
 #include <cmocka.h>
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+#include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "sum/sum.h"
+#include "unpermute/unpermute.h"
 #include "naive.h"
 
 static bool have_fast_path(void)
 {
-#ifdef MOEPERM_HAVE_X86_PATH
-    return moeperm_x86_available();
-#else
-    return false;
-#endif
+    return moeperm_isa_supported(MOEPERM_ISA_X86_AVX2);
 }
 
 #ifdef MOEPERM_HAVE_X86_PATH
@@ -52,7 +54,7 @@ static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_
 /* The vector conversions of each instruction set this CPU has. */
 typedef struct conversions {
     const char *name;
-    bool (*available)(void);
+    moeperm_isa isa;
     void (*bf16_to_float)(const uint16_t *, float *, size_t);
     void (*fp16_to_float)(const uint16_t *, float *, size_t);
     void (*float_to_bf16)(const float *, uint16_t *, size_t);
@@ -60,9 +62,9 @@ typedef struct conversions {
 } conversions;
 
 static const conversions sets[2] = {
-    {"avx2", moeperm_x86_available, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
+    {"avx2", MOEPERM_ISA_X86_AVX2, moeperm_x86_bf16_to_float_avx2, moeperm_x86_fp16_to_float_avx2,
      moeperm_x86_float_to_bf16_avx2, moeperm_x86_float_to_fp16_avx2},
-    {"avx512", moeperm_x86_avx512_available, moeperm_x86_bf16_to_float_avx512,
+    {"avx512", MOEPERM_ISA_X86_AVX512, moeperm_x86_bf16_to_float_avx512,
      moeperm_x86_fp16_to_float_avx512, moeperm_x86_float_to_bf16_avx512,
      moeperm_x86_float_to_fp16_avx512},
 };
@@ -80,7 +82,7 @@ static void test_every_bf16_and_fp16_widening_matches_fp_h(void **state)
     for (uint32_t i = 0; i < 65536; i++)
         src[i] = (uint16_t)i;
     for (int set = 0; set < 2; set++) {
-        if (!sets[set].available())
+        if (!moeperm_isa_supported(sets[set].isa))
             continue;
         sets[set].bf16_to_float(src, bf, 65536);
         sets[set].fp16_to_float(src, fp, 65536);
@@ -126,7 +128,7 @@ static void test_narrowing_edges_and_random_patterns_match_fp_h(void **state)
     while (n < N)
         src[n++] = fp_from_bits((uint32_t)naive_rand(&rng));
     for (int set = 0; set < 2; set++) {
-        if (!sets[set].available())
+        if (!moeperm_isa_supported(sets[set].isa))
             continue;
         sets[set].float_to_bf16(src, bf, N);
         sets[set].float_to_fp16(src, fp, N);
@@ -232,16 +234,14 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
     assert_non_null(g);
     assert_non_null(ix);
     assert_non_null(o);
-    struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
-    moeperm_kernel_run_path(&plan, 1, MOEPERM_PATH_PORTABLE);
+    struct moeperm_sum plan = {.permuted = *g, .indices = *ix, .out = *o, .top_k = top_k};
+    moeperm_sum_run(&plan, 1, MOEPERM_ISA_PORTABLE);
     plan.out.data = got;
-    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
-                                                 MOEPERM_PATH_X86_AVX512};
     for (int p = 0; p < 2; p++) {
-        if (!sets[p].available())
+        if (!moeperm_isa_supported(sets[p].isa))
             continue;
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_run_path(&plan, threads, paths[p]);
+        moeperm_sum_run(&plan, threads, sets[p].isa);
         for (int64_t i = 0; i < out_elems; i++) {
             uint32_t w = 0, v = 0;
             memcpy(&w, want + i * (int64_t)es, es);
@@ -426,6 +426,24 @@ static void expect_same_buffer(int number, const char *what, const char *want, c
     }
 }
 
+/* A MoeTokenUnpermute plan with probs over four views (not NULL). */
+static struct moeperm_unpermute_plan unpermute_plan_of(const moeperm_tensor *tx,
+                                                       const moeperm_tensor *ti,
+                                                       const moeperm_tensor *tp,
+                                                       const moeperm_tensor *to, int64_t top_k)
+{
+    assert_non_null(tx);
+    assert_non_null(ti);
+    assert_non_null(tp);
+    assert_non_null(to);
+    struct moeperm_unpermute_plan plan = {
+        .sum = {.permuted = *tx, .indices = *ti, .out = *to, .top_k = top_k},
+        .probs = *tp,
+        .has_probs = true,
+    };
+    return plan;
+}
+
 /* One MoeTokenUnpermute case: the portable loop on one thread gives the
  * expected bits; each x86 path this CPU has must give the same, called
  * directly (unit column strides only) and through moeperm_unpermute_run()
@@ -474,26 +492,14 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
     moeperm_tensor *tp =
         moeperm_tensor_create(pdims, 2, probs_dtype, pstrides, ul.probs_offset, probs);
     moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
-    assert_non_null(tx);
-    assert_non_null(ti);
-    assert_non_null(tp);
-    assert_non_null(to);
-    struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-    plan.unpermute.permuted_tokens = *tx;
-    plan.unpermute.sorted_indices = *ti;
-    plan.unpermute.probs = *tp;
-    plan.unpermute.out = *to;
-    plan.unpermute.top_k = top_k;
-    plan.unpermute.has_probs = true;
-    moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+    struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, top_k);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
     moeperm_unpermute_run(&plan, 1);
-    plan.unpermute.out.data = got;
+    plan.sum.out.data = got;
     bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
-    static const moeperm_kernel_path paths[2] = {MOEPERM_PATH_X86_AVX2,
-                                                 MOEPERM_PATH_X86_AVX512};
     char what[160];
     for (int p = 0; p < 2; p++) {
-        if (!sets[p].available())
+        if (!moeperm_isa_supported(sets[p].isa))
             continue;
         snprintf(what, sizeof what,
                  "tokens %s, probs %s, T=%lld K=%lld H=%lld R=%lld, %s, %d threads",
@@ -501,15 +507,15 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
                  (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
         if (unit_columns) {
             memset(got, 0x5a, (size_t)out_elems * es);
-            moeperm_x86_run_unpermute(&plan, threads, p == 1);
+            moeperm_x86_run_unpermute(&plan.sum, &plan.probs, threads, p == 1);
             expect_same_buffer(number, what, want, got, out_elems, es);
         }
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_choose_path(paths[p]);
+        assert_int_equal(moeperm_isa_choose(sets[p].isa), MOEPERM_SUCCESS);
         moeperm_unpermute_run(&plan, threads);
         expect_same_buffer(number, what, want, got, out_elems, es);
     }
-    moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
     moeperm_tensor_destroy(tx);
     moeperm_tensor_destroy(ti);
     moeperm_tensor_destroy(tp);
@@ -668,29 +674,19 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
             moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
             moeperm_tensor *tp = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
             moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtypes[d], NULL, 0, out);
-            assert_non_null(tx);
-            assert_non_null(ti);
-            assert_non_null(tp);
-            assert_non_null(to);
-            struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-            plan.unpermute.permuted_tokens = *tx;
-            plan.unpermute.sorted_indices = *ti;
-            plan.unpermute.probs = *tp;
-            plan.unpermute.out = *to;
-            plan.unpermute.top_k = K;
-            plan.unpermute.has_probs = true;
-            moeperm_kernel_choose_path(MOEPERM_PATH_PORTABLE);
+            struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, K);
+            assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
             feclearexcept(FE_ALL_EXCEPT);
             moeperm_unpermute_run(&plan, 1);
             if (fetestexcept(FE_INVALID))
                 fail_msg("%s, H=%lld: the portable loop raised invalid",
                          moeperm_dtype_name(dtypes[d]), (long long)h);
-            moeperm_kernel_choose_path(MOEPERM_PATH_AUTO);
+            assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
             for (int set = 0; set < 2; set++) {
-                if (!sets[set].available())
+                if (!moeperm_isa_supported(sets[set].isa))
                     continue;
                 feclearexcept(FE_ALL_EXCEPT);
-                moeperm_x86_run_unpermute(&plan, 1, set == 1);
+                moeperm_x86_run_unpermute(&plan.sum, &plan.probs, 1, set == 1);
                 if (fetestexcept(FE_INVALID))
                     fail_msg("%s, H=%lld, %s: invalid raised", moeperm_dtype_name(dtypes[d]),
                              (long long)h, sets[set].name);
@@ -706,23 +702,68 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
 
 #endif
 
-/* MOEPERM_FORCE_PORTABLE=1 makes the default path the portable one
- * (tests/meson.build runs this test alone once more with it set). */
+/* What this CPU runs, asked here apart from the library: AVX2 with F16C,
+ * and AVX-512 F, BW and VL (the library's requirements, moeperm.h). */
+static moeperm_isa cpu_best_isa(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    unsigned int eax, ebx, ecx, edx;
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+                (ecx & bit_F16C) != 0;
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return MOEPERM_ISA_X86_AVX512;
+    if (avx2)
+        return MOEPERM_ISA_X86_AVX2;
+#endif
+    return MOEPERM_ISA_PORTABLE;
+}
+
+/* MOEPERM_FORCE_PORTABLE=1 makes the default instruction set the portable
+ * one, else it is the best this CPU has (tests/core/meson.build runs this
+ * test alone once more with the variable set). */
 static void test_force_portable_env_picks_the_portable_path(void **state)
 {
     (void)state;
     const char *force = getenv("MOEPERM_FORCE_PORTABLE");
-    moeperm_kernel_path best = moeperm_kernel_best_path();
-    if (force && strcmp(force, "1") == 0)
-        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
-#ifdef MOEPERM_HAVE_X86_PATH
-    else if (moeperm_x86_avx512_available())
-        assert_int_equal(best, MOEPERM_PATH_X86_AVX512);
-#endif
-    else if (have_fast_path())
-        assert_int_equal(best, MOEPERM_PATH_X86_AVX2);
-    else
-        assert_int_equal(best, MOEPERM_PATH_PORTABLE);
+    moeperm_isa want = force && strcmp(force, "1") == 0 ? MOEPERM_ISA_PORTABLE : cpu_best_isa();
+    assert_int_equal(moeperm_isa_best(), want);
+    assert_int_equal(moeperm_isa_in_use(), want);
+}
+
+/* moeperm_isa_choose() changes what runs use until AUTO goes back to the
+ * default; a set this CPU lacks, or no set at all, is refused with a
+ * sentence and leaves the choice as it was. */
+static void test_isa_choose_sets_the_set_in_use_and_refuses_what_the_cpu_lacks(void **state)
+{
+    (void)state;
+    moeperm_isa best = moeperm_isa_in_use();
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
+    assert_int_equal(moeperm_isa_in_use(), MOEPERM_ISA_PORTABLE);
+    moeperm_isa cpu = cpu_best_isa();
+    static const moeperm_isa vector_sets[2] = {MOEPERM_ISA_X86_AVX2, MOEPERM_ISA_X86_AVX512};
+    for (int i = 0; i < 2; i++) {
+        moeperm_status status = moeperm_isa_choose(vector_sets[i]);
+        if (vector_sets[i] <= cpu) {
+            assert_int_equal(status, MOEPERM_SUCCESS);
+            assert_int_equal(moeperm_isa_in_use(), vector_sets[i]);
+        } else {
+            assert_int_equal(status, MOEPERM_ERR_PARAM_INVALID);
+            assert_non_null(strstr(moeperm_last_error(), moeperm_isa_name(vector_sets[i])));
+        }
+    }
+    moeperm_isa before = moeperm_isa_in_use();
+    assert_int_equal(moeperm_isa_choose((moeperm_isa)7), MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "isa = 7"));
+    assert_int_equal(moeperm_isa_in_use(), before);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
+    assert_int_equal(moeperm_isa_in_use(), best);
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_AUTO), "auto");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_PORTABLE), "portable");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_X86_AVX2), "x86-avx2");
+    assert_string_equal(moeperm_isa_name(MOEPERM_ISA_X86_AVX512), "x86-avx512");
+    assert_string_equal(moeperm_isa_name((moeperm_isa)9), "unknown");
 }
 
 int main(int argc, char **argv)
@@ -754,6 +795,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unpermute_infinite_probs_raise_no_invalid_flag),
 #endif
         cmocka_unit_test(test_force_portable_env_picks_the_portable_path),
+        cmocka_unit_test(test_isa_choose_sets_the_set_in_use_and_refuses_what_the_cpu_lacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

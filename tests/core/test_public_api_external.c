@@ -61,7 +61,7 @@ static void test_failure_codes_and_untouched_output(void **state)
 {
     (void)state;
     float grad[4] = {1, 2, 3, 4};
-    int32_t indices[4] = {0, 1, 2, 2};
+    int32_t indices[4] = {0, 1, 2, -1};
     float out[2] = {-9, -9};
     int64_t gd[2] = {4, 1}, id[1] = {4}, od[2] = {2, 1};
     moeperm_tensor *g = moeperm_tensor_create(gd, 2, MOEPERM_FLOAT, NULL, 0, grad);
@@ -71,11 +71,17 @@ static void test_failure_codes_and_untouched_output(void **state)
     moeperm_executor *plan;
     assert_int_equal(moeperm_token_permute_grad_get_workspace_size(g, ix, 2, false, o, &ws, &plan),
                      161002);
-    assert_string_equal(moeperm_last_error(), "sorted_indices[3] = 2 repeats sorted_indices[2]");
+    assert_string_equal(moeperm_last_error(),
+                        "the device's result is undetermined: sorted_indices[3] = -1 is "
+                        "negative: the kernel would address row -1 of permuted_output_grad, outside "
+                        "the tensor");
     assert_int_equal(moeperm_token_permute_grad_get_workspace_size(NULL, ix, 2, false, o, &ws,
                                                                    &plan),
                      161001);
+    assert_string_equal(moeperm_last_error(),
+                        "the device refuses permuted_output_grad = NULL: it is a required tensor");
     assert_true(out[0] == -9 && out[1] == -9);
+    assert_string_equal(moeperm_status_name(561002), "MOEPERM_ERR_INNER_TILING_ERROR");
     moeperm_tensor_destroy(g);
     moeperm_tensor_destroy(ix);
     moeperm_tensor_destroy(o);
