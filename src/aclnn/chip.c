@@ -5,8 +5,10 @@
  * include/moeperm/moeperm.h).
  *
  * The default is the Atlas A2, libmoeperm's default; MOEPERM_ACLNN_CHIP
- * names another (docs/aclnn-host.md).  The variable is read once, at the
- * first call that needs the chip, so a program sees one chip throughout.
+ * names another of the chips libmoeperm knows by name
+ * (moeperm_chip_by_name(), docs/aclnn-host.md).  The variable is read once,
+ * at the first call that needs the chip, so a program sees one chip
+ * throughout.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,24 +18,14 @@
 #include "internal.h"
 
 /* An Atlas A2 part whose parameters are libmoeperm's defaults (196352 UB
- * bytes, 48 vector cores). */
+ * bytes, 48 vector cores, MOEPERM_CHIP_ASCEND910B2). */
 #define DEFAULT_CHIP_NAME "Ascend910B2"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static host_chip chip;
 static bool chip_known;
-static char why_unknown[256];
+static char why_unknown[512];
 static char name_buffer[64];
-
-/* The parameters of the chip called name.  Only the default is known
- * until libmoeperm names chips; then this asks it. */
-static bool chip_by_name(const char *name, moeperm_chip *out)
-{
-    if (strcmp(name, DEFAULT_CHIP_NAME) != 0)
-        return false;
-    *out = (moeperm_chip){MOEPERM_CHIP_A2_UB_BYTES, MOEPERM_CHIP_A2_VECTOR_CORES};
-    return true;
-}
 
 static void resolve(void)
 {
@@ -41,10 +33,11 @@ static void resolve(void)
     /* Empty counts as unset, as `export MOEPERM_ACLNN_CHIP=` clears it. */
     if (name == NULL || *name == '\0')
         name = DEFAULT_CHIP_NAME;
-    if (strlen(name) >= sizeof name_buffer || !chip_by_name(name, &chip.chip)) {
+    if (strlen(name) >= sizeof name_buffer ||
+        moeperm_chip_by_name(name, &chip.chip) != MOEPERM_SUCCESS) {
         snprintf(why_unknown, sizeof why_unknown,
                  "MOEPERM_ACLNN_CHIP=%.64s%s names no chip moeperm knows (it knows %s)", name,
-                 strlen(name) > 64 ? "..." : "", DEFAULT_CHIP_NAME);
+                 strlen(name) > 64 ? "..." : "", moeperm_chip_names());
         return;
     }
     strcpy(name_buffer, name);

@@ -70,15 +70,6 @@ static void describe_failure(const acl_api *api, char *err, size_t err_len, cons
              recent_message(api, recent, sizeof recent));
 }
 
-/* The parameters of the chip called name, when libmoeperm knows it. */
-static bool chip_of_soc(const char *name, moeperm_chip *chip)
-{
-    if (strcmp(name, "Ascend910B2") != 0)
-        return false;
-    *chip = (moeperm_chip){MOEPERM_CHIP_A2_UB_BYTES, MOEPERM_CHIP_A2_VECTOR_CORES};
-    return true;
-}
-
 /* Asks the runtime which chip it drives (an optional symbol: older
  * runtimes and the fake may not say). */
 static void learn_chip(backend *b)
@@ -87,7 +78,7 @@ static void learn_chip(backend *b)
     if (soc == NULL || *soc == '\0')
         return;
     snprintf(b->soc, sizeof b->soc, "%s", soc);
-    b->chip_known = chip_of_soc(b->soc, &b->chip);
+    b->chip_known = moeperm_chip_by_name(b->soc, &b->chip) == MOEPERM_SUCCESS;
 }
 
 static bool npu_chip(const backend *b, moeperm_chip *chip, const char **name)

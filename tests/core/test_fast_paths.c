@@ -5,8 +5,9 @@
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/core/test_fast_conversions_exhaustive.c does all 2^32),
  * and the x86 operator on seeded random cases with special values, tails
- * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), top_k 1
- * and 512, row strides and offsets, strided columns (which fall back to
+ * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), rows
+ * read by several slots, more rows than slots, top_k 1 and 512, row strides
+ * and offsets, strided columns (which fall back to
  * the portable path), column-split tasks, streamed output and any thread
  * count.
  *
@@ -189,7 +190,22 @@ static uint32_t draw(uint64_t *rng, moeperm_dtype dtype)
  * included. */
 typedef struct layout {
     int64_t grad_stride, grad_cstride, grad_offset, out_stride, out_cstride, out_offset;
+    /* 0: indices a permutation of the slots; else each drawn from
+     * [0, index_span): rows read twice, and dropped slots where the span
+     * passes the rows */
+    int64_t index_span;
 } layout;
+
+/* The slots' indices as a case asks for them. */
+static void draw_indices(uint64_t *rng, int32_t *indices, int64_t count, int64_t index_span)
+{
+    if (index_span == 0) {
+        naive_permutation(rng, indices, count);
+        return;
+    }
+    for (int64_t i = 0; i < count; i++)
+        indices[i] = (int32_t)(naive_rand(rng) % (uint64_t)index_span);
+}
 
 static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t top_k,
                        int64_t hidden, int64_t rows, layout lay, int threads)
@@ -221,7 +237,7 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
         else
             ((uint16_t *)grad)[i] = (uint16_t)v;
     }
-    naive_permutation(&rng, indices, count);
+    draw_indices(&rng, indices, count, lay.index_span);
     memset(want, 0x5a, (size_t)out_elems * es);
     memset(got, 0x5a, (size_t)out_elems * es);
 
@@ -311,6 +327,32 @@ static void test_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
             check_case(1010 + d, dtypes[d], 3, 512, 67, 1536, lay, 2);
         if (selected(1020 + d))
             check_case(1020 + d, dtypes[d], 2, 512, 35, 700, lay, 1);
+    }
+}
+
+/* Rows read by several slots, dropped slots anywhere (slot 0 too) and more
+ * rows than slots: the inputs the device takes beyond a permutation. */
+static void test_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 3000; number < 3150; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 2654435761u + 11;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 12);
+        int64_t hidden = 1 + (int64_t)(naive_rand(&rng) % 300);
+        int64_t count = tokens * top_k;
+        /* few rows (many repeats), as many as the slots, or many more */
+        int64_t rows = number % 3 == 0 ? 1 + (int64_t)(naive_rand(&rng) % 4)
+                       : number % 3 == 1 ? count
+                                         : count * 3 + (int64_t)(naive_rand(&rng) % 9);
+        layout lay = {0};
+        lay.index_span = rows + (number % 2 ? rows / 2 + 1 : 0);
+        check_case(number, dtypes[number % 3], tokens, top_k, hidden, rows, lay,
+                   1 + number % 3);
     }
 }
 
@@ -479,7 +521,7 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
         put(x, i, es, nan_heavy ? draw_nan(&rng, dtype) : draw(&rng, dtype));
     for (int64_t i = 0; i < p_elems; i++)
         put(probs, i, ps, nan_heavy ? draw_nan(&rng, probs_dtype) : draw_prob(&rng, probs_dtype));
-    naive_permutation(&rng, indices, count);
+    draw_indices(&rng, indices, count, ul.rows.index_span);
     memset(want, 0x5a, (size_t)out_elems * es);
 
     int64_t xdims[2] = {rows, hidden}, xstrides[2] = {lay.grad_stride, lay.grad_cstride};
@@ -559,6 +601,33 @@ static void test_unpermute_random_cases_fast_path_matches_portable_bits(void **s
         }
         check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], tokens, top_k, hidden,
                              rows, ul, 1 + number % 3, number % 7 == 0);
+    }
+}
+
+/* The scaled path on rows read by several slots, dropped slots and more
+ * rows than slots, over every dtype pair. */
+static void test_unpermute_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits(
+    void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 3200; number < 3290; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 40503u + 5;
+        int pair = number % 9;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 20);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 9);
+        int64_t hidden = 1 + (int64_t)(naive_rand(&rng) % 200);
+        int64_t count = tokens * top_k;
+        int64_t rows = number % 3 == 0 ? 1 + (int64_t)(naive_rand(&rng) % 3)
+                       : number % 3 == 1 ? count
+                                         : count * 2 + 5;
+        unpermute_layout ul = {{0}, false, 0};
+        ul.rows.index_span = rows + (number % 2 ? rows + 1 : 0);
+        check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], tokens, top_k, hidden,
+                             rows, ul, 1 + number % 3, false);
     }
 }
 
@@ -784,9 +853,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_narrowing_edges_and_random_patterns_match_fp_h),
         cmocka_unit_test(test_random_cases_fast_path_matches_portable_bits),
         cmocka_unit_test(test_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits),
         cmocka_unit_test(test_strided_columns_fall_back_and_match_portable_bits),
         cmocka_unit_test(test_column_blocks_and_streamed_output_match_portable_bits),
         cmocka_unit_test(test_unpermute_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(
+            test_unpermute_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_nan_products_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_strided_columns_fall_back_and_match_portable_bits),

@@ -106,6 +106,25 @@ static void test_last_error_is_per_thread(void **state)
     assert_non_null(strstr(moeperm_last_error(), "dst_dtype 7"));
 }
 
+/* The instruction-set and named-chip functions are exported, and work
+ * through the shared library alone. */
+static void test_instruction_sets_and_named_chips_through_the_shared_library(void **state)
+{
+    (void)state;
+    moeperm_isa in_use = moeperm_isa_in_use();
+    assert_true(in_use >= MOEPERM_ISA_PORTABLE && in_use <= MOEPERM_ISA_X86_AVX512);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), 0);
+    assert_int_equal(moeperm_isa_in_use(), MOEPERM_ISA_PORTABLE);
+    assert_string_equal(moeperm_isa_name(moeperm_isa_in_use()), "portable");
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), 0);
+    assert_int_equal(moeperm_isa_in_use(), in_use);
+    moeperm_chip chip = MOEPERM_CHIP_ASCEND910B4, named;
+    assert_int_equal(moeperm_chip_by_name("Ascend910B4", &named), 0);
+    assert_int_equal(named.ub_bytes, chip.ub_bytes);
+    assert_int_equal(named.vector_cores, chip.vector_cores);
+    assert_non_null(strstr(moeperm_chip_names(), "Ascend910_9392"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_hand_computed_fp16_bits),
         cmocka_unit_test(test_failure_codes_and_untouched_output),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_instruction_sets_and_named_chips_through_the_shared_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

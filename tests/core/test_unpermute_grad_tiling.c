@@ -346,6 +346,63 @@ static void test_extreme_sizes_give_a_tiling_or_a_refusal_naming_the_value(void 
                    "tokens_num = 4611686018427387904");
 }
 
+/* Every named chip: ub_size of its platform configuration (196608 for all
+ * of them, hicann/runtime src/platform/platform_config/cann/<name>.ini)
+ * less the 256 bytes GetCoreMemSize() keeps back on the Ascend910B and
+ * Ascend910_93 families, and its vector_core_cnt; the macros and the
+ * lookup agree; a name the platform does not have is refused. */
+static void test_named_chips_are_their_platform_configurations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int64_t ini_ub_size, vector_core_cnt;
+    } ini[] = {
+        {"Ascend910B1", 196608, 48},    {"Ascend910B2", 196608, 48},
+        {"Ascend910B2C", 196608, 48},   {"Ascend910B3", 196608, 40},
+        {"Ascend910B4", 196608, 40},    {"Ascend910B4-1", 196608, 40},
+        {"Ascend910_9362", 196608, 40}, {"Ascend910_9363", 196608, 40},
+        {"Ascend910_9372", 196608, 40}, {"Ascend910_9381", 196608, 48},
+        {"Ascend910_9382", 196608, 48}, {"Ascend910_9391", 196608, 48},
+        {"Ascend910_9392", 196608, 48},
+    };
+    const moeperm_chip macros[13] = {
+        MOEPERM_CHIP_ASCEND910B1,    MOEPERM_CHIP_ASCEND910B2,    MOEPERM_CHIP_ASCEND910B2C,
+        MOEPERM_CHIP_ASCEND910B3,    MOEPERM_CHIP_ASCEND910B4,    MOEPERM_CHIP_ASCEND910B4_1,
+        MOEPERM_CHIP_ASCEND910_9362, MOEPERM_CHIP_ASCEND910_9363, MOEPERM_CHIP_ASCEND910_9372,
+        MOEPERM_CHIP_ASCEND910_9381, MOEPERM_CHIP_ASCEND910_9382, MOEPERM_CHIP_ASCEND910_9391,
+        MOEPERM_CHIP_ASCEND910_9392,
+    };
+    char names[512] = "";
+    for (size_t i = 0; i < 13; i++) {
+        moeperm_chip chip = {0, 0};
+        assert_int_equal(moeperm_chip_by_name(ini[i].name, &chip), MOEPERM_SUCCESS);
+        assert_int_equal(chip.ub_bytes, ini[i].ini_ub_size - 256);
+        assert_int_equal(chip.vector_cores, ini[i].vector_core_cnt);
+        assert_int_equal(macros[i].ub_bytes, chip.ub_bytes);
+        assert_int_equal(macros[i].vector_cores, chip.vector_cores);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "",
+                 ini[i].name);
+        /* a plan accepts every named chip */
+        moeperm_unpermute_grad_tiling t;
+        assert_int_equal(moeperm_token_unpermute_grad_tiling(4, 2, 64, 8, MOEPERM_BF16, true,
+                                                             MOEPERM_BF16, &chip, &t),
+                         MOEPERM_SUCCESS);
+    }
+    assert_string_equal(moeperm_chip_names(), names);
+    /* the default is the 48-core chips' */
+    assert_int_equal(MOEPERM_CHIP_A2_UB_BYTES, 196352);
+    assert_int_equal(MOEPERM_CHIP_A2_VECTOR_CORES, 48);
+    moeperm_chip kept = {1, 2};
+    assert_int_equal(moeperm_chip_by_name("Ascend910_95", &kept), MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "chip \"Ascend910_95\" is not one of"));
+    assert_int_equal(moeperm_chip_by_name("ascend910b1", &kept), MOEPERM_ERR_PARAM_INVALID);
+    assert_int_equal(kept.ub_bytes, 1);
+    assert_int_equal(kept.vector_cores, 2);
+    assert_int_equal(moeperm_chip_by_name(NULL, &kept), MOEPERM_ERR_PARAM_NULLPTR);
+    assert_int_equal(moeperm_chip_by_name("Ascend910B1", NULL), MOEPERM_ERR_PARAM_NULLPTR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_tiling_matches_the_independent_transcription),
         cmocka_unit_test(test_tiling_query_refuses_what_the_kernel_cannot_tile),
         cmocka_unit_test(test_extreme_sizes_give_a_tiling_or_a_refusal_naming_the_value),
+        cmocka_unit_test(test_named_chips_are_their_platform_configurations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

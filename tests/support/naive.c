@@ -119,6 +119,20 @@ uint64_t naive_rand(uint64_t *state)
     return prng_mix64(*state += PRNG_GAMMA);
 }
 
+void naive_fill_ordinary(uint64_t *state, moeperm_dtype dtype, void *buf, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)naive_rand(state);
+        uint32_t f = (bits & 0x807fffffu) | (0x3a000000u + ((bits >> 23) & 7u) * 0x00800000u);
+        if (dtype == MOEPERM_FLOAT)
+            ((uint32_t *)buf)[i] = f;
+        else if (dtype == MOEPERM_BF16)
+            ((uint16_t *)buf)[i] = (uint16_t)(f >> 16);
+        else
+            ((uint16_t *)buf)[i] = naive_float_to_fp16(naive_float(f));
+    }
+}
+
 void naive_permutation(uint64_t *state, int32_t *out, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)

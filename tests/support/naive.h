@@ -29,6 +29,11 @@ uint64_t naive_rand(uint64_t *state);
 uint32_t naive_bits(float value);
 float naive_float(uint32_t bits);
 
+/* n ordinary values of dtype, seeded: both signs, magnitudes in
+ * [2^-11, 2^-3), so that sums of a few hundred stay far from overflow but
+ * their order shows in the bits. */
+void naive_fill_ordinary(uint64_t *state, moeperm_dtype dtype, void *buf, int64_t n);
+
 /* Random permutation of 0..n-1 (Fisher-Yates). */
 void naive_permutation(uint64_t *state, int32_t *out, int64_t n);
 
