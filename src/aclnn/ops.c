@@ -16,9 +16,9 @@
  * and then asks libmoeperm's first phase about everything else it checks
  * on metadata alone (shapes, views, overlaps) by handing it the views with
  * the index tensor swapped for a placeholder of the same shape holding
- * valid indices: a refusal there is ACLNN_ERR_PARAM_INVALID, from the
- * first phase, as the device would give none (it would run into undefined
- * behaviour instead).
+ * valid indices: a refusal there keeps libmoeperm's code (161002 where the
+ * device's result is undetermined: the device would run into undefined
+ * behaviour instead of refusing).
  *
  * Second phase (aclnnXxx): the data is there now.  It checks that every
  * tensor the operator touches lies in device memory, then calls
