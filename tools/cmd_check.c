@@ -2,9 +2,16 @@
  * cmd_check.c - `moeperm check DIR...`: runs every case below the given
  * directories on one backend and compares, printing one line per case, the
  * mismatch reports, and a summary table per suite; optionally a JUnit XML
- * report for CI, the JSON report and the HTML page.  The exit code is the worst outcome: 3 if the backend
- * failed anywhere, else 2 if a case was bad or refused, else 1 on any
+ * report for CI, the JSON report and the HTML page.  The exit code is the
+ * worst outcome: 3 if the backend failed anywhere, else 2 if a case was bad or refused, else 1 on any
  * mismatch, else 0.
+ *
+ * A backend that knows its chip (npu: the runtime's aclrtGetSocName())
+ * judges only the cases of that chip: a MoeTokenUnpermuteGrad case with
+ * probs made for another chip, whose probs_grad follows that chip's
+ * reduction order, is reported OTHER-CHIP ("for another chip") and not
+ * run; it counts as neither a pass nor a failure.  Every other case is the
+ * same on every chip and is judged.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -41,13 +48,16 @@ static void usage(FILE *to)
             "  --html FILE       also write a page for people: the verdicts, and per output\n"
             "                    that differs a map of where, the first differences, the\n"
             "                    diagnosis and the statistics (one self-contained file)\n"
+            "a backend that names its chip (npu: aclrtGetSocName) judges only the cases of\n"
+            "that chip: a MoeTokenUnpermuteGrad case with probs made for another chip is\n"
+            "OTHER-CHIP, \"for another chip\", and not run\n"
             "exit status: 0 all same (or within --max-ulp), 1 a mismatch or missing\n"
             "output, 2 a bad case or usage, 3 the backend failed\n");
 }
 
-enum outcome { PASS, WITHIN, MISMATCH, MISSING, BAD_INPUT, BACKEND_FAILED, OUTCOMES };
-static const char *const outcome_names[] = {"pass", "WITHIN", "MISMATCH", "MISSING",
-                                            "BAD-INPUT", "BACKEND-FAILURE"};
+enum outcome { PASS, WITHIN, MISMATCH, MISSING, BAD_INPUT, BACKEND_FAILED, OTHER_CHIP, OUTCOMES };
+static const char *const outcome_names[] = {"pass",      "WITHIN",          "MISMATCH",  "MISSING",
+                                            "BAD-INPUT", "BACKEND-FAILURE", "OTHER-CHIP"};
 
 typedef struct suite_row {
     char *suite; /* the directory holding the case */
@@ -92,16 +102,17 @@ static void print_summary(const summary *s, FILE *to)
     for (size_t i = 0; i < s->count; i++)
         if (strlen(s->rows[i].suite) > width)
             width = strlen(s->rows[i].suite);
-    fprintf(to, "\n%-*s %6s %6s %7s %9s %8s %10s %16s\n", (int)width, "suite", "cases", "pass",
-           "within", "mismatch", "missing", "bad-input", "backend-failure");
+    fprintf(to, "\n%-*s %6s %6s %7s %9s %8s %10s %16s %11s\n", (int)width, "suite", "cases",
+            "pass", "within", "mismatch", "missing", "bad-input", "backend-failure",
+            "other-chip");
     for (size_t i = 0; i <= s->count; i++) {
         const unsigned *c = i < s->count ? s->rows[i].counts : total;
         unsigned cases = 0;
         for (int o = 0; o < OUTCOMES; o++)
             cases += c[o];
-        fprintf(to, "%-*s %6u %6u %7u %9u %8u %10u %16u\n", (int)width,
-               i < s->count ? s->rows[i].suite : "total", cases, c[PASS], c[WITHIN],
-               c[MISMATCH], c[MISSING], c[BAD_INPUT], c[BACKEND_FAILED]);
+        fprintf(to, "%-*s %6u %6u %7u %9u %8u %10u %16u %11u\n", (int)width,
+                i < s->count ? s->rows[i].suite : "total", cases, c[PASS], c[WITHIN],
+                c[MISMATCH], c[MISSING], c[BAD_INPUT], c[BACKEND_FAILED], c[OTHER_CHIP]);
         for (int o = 0; i < s->count && o < OUTCOMES; o++)
             total[o] += c[o];
     }
@@ -113,7 +124,32 @@ typedef struct source {
     const backend_ops *ops;
     backend *b;
     const char *outputs_root; /* NULL: run the backend */
+    bool chip_known;          /* the backend computes for chip alone */
+    moeperm_chip chip;
+    const char *chip_name;
 } source;
+
+/* Whether case c's golden outputs follow another chip than the backend's
+ * (only MoeTokenUnpermuteGrad's probs_grad depends on the chip); then err
+ * says which. */
+static bool for_another_chip(const source *from, const moeperm_golden_case *c, char *err,
+                             size_t err_len)
+{
+    if (!from->chip_known || c->op != MOEPERM_OP_UNPERMUTE_GRAD ||
+        moeperm_golden_case_tensor_const(c, "probs") == NULL)
+        return false;
+    int64_t ub = c->attrs.ub_bytes ? c->attrs.ub_bytes : MOEPERM_CHIP_A2_UB_BYTES;
+    int64_t cores = c->attrs.vector_cores ? c->attrs.vector_cores : MOEPERM_CHIP_A2_VECTOR_CORES;
+    if (ub == from->chip.ub_bytes && cores == from->chip.vector_cores)
+        return false;
+    snprintf(err, err_len,
+             "for another chip: the case's probs_grad follows a chip with %lld unified-buffer "
+             "bytes and %lld vector cores; the backend runs %s (%lld bytes, %lld cores); not "
+             "judged",
+             (long long)ub, (long long)cores, from->chip_name ? from->chip_name : "its chip",
+             (long long)from->chip.ub_bytes, (long long)from->chip.vector_cores);
+    return true;
+}
 
 /* Reads case c's outputs from dir/<output>.bin or .npy.  A missing file is
  * MISSING, one of the wrong size, dtype or shape BAD_INPUT. */
@@ -162,6 +198,11 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
                       moeperm_golden_html_report_set_error(html, err) != 0)))
             return BACKEND_FAILED;
         return BAD_INPUT;
+    }
+    /* Not judged, so in no report but the text. */
+    if (!from->outputs_root && for_another_chip(from, &c, err, err_len)) {
+        moeperm_golden_case_free(&c);
+        return OTHER_CHIP;
     }
     if ((json && moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) ||
         (html && moeperm_golden_html_report_add_case(html, dir, moeperm_op_name(c.op)) != 0)) {
@@ -404,7 +445,15 @@ int cmd_check(int argc, char **argv)
         free(rel);
         return EXIT_BACKEND;
     }
-    source from = {ops, b, outputs_root};
+    source from = {ops, b, outputs_root, false, {0, 0}, NULL};
+    if (b && ops->chip) {
+        from.chip_known = ops->chip(b, &from.chip, &from.chip_name);
+        if (!from.chip_known && from.chip_name)
+            fprintf(stderr, "moeperm check: the %s backend runs %s, a chip moeperm does not know: "
+                            "every case is judged, and a MoeTokenUnpermuteGrad case of another "
+                            "chip may differ in probs_grad by the order of its sums\n",
+                    ops->name, from.chip_name);
+    }
     moeperm_golden_junit *junit = junit_path ? moeperm_golden_junit_new("moeperm check") : NULL;
     moeperm_golden_json_report *json = json_path ? moeperm_golden_json_report_new() : NULL;
     moeperm_golden_html_report *html = html_path ? moeperm_golden_html_report_new("moeperm check") : NULL;
@@ -430,7 +479,7 @@ int cmd_check(int argc, char **argv)
         fflush(text);
         if (tally(&sum, all[i], o) != 0)
             rc = EXIT_BACKEND;
-        if (junit) {
+        if (junit && o != OTHER_CHIP) {
             moeperm_golden_outcome jo = o == PASS || o == WITHIN       ? MOEPERM_GOLDEN_PASS
                                 : o == MISMATCH || o == MISSING ? MOEPERM_GOLDEN_MISMATCH
                                                                 : MOEPERM_GOLDEN_ERROR;

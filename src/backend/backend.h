@@ -76,6 +76,13 @@ typedef struct backend_ops {
     int (*run)(backend *self, backend_problem *p, char *err, size_t err_len);
     /* Releases everything open() and run() acquired.  NULL is a no-op. */
     void (*close)(backend *self);
+    /* The chip whose arithmetic the backend's outputs follow (only
+     * MoeTokenUnpermuteGrad's probs_grad depends on it): true with *chip
+     * filled when the backend knows it; false when it cannot tell, with
+     * *name the chip's name when it has one libmoeperm does not know (else
+     * NULL).  The name stays valid until close().  NULL for a backend that
+     * computes every case for the case's own chip (cpu). */
+    bool (*chip)(const backend *self, moeperm_chip *chip, const char **name);
 } backend_ops;
 
 /* The backend called name, or NULL when there is none. */

@@ -150,4 +150,4 @@ static void cpu_close(backend *self)
     free(self);
 }
 
-const backend_ops backend_cpu = {"cpu", cpu_open, cpu_run, cpu_close};
+const backend_ops backend_cpu = {"cpu", cpu_open, cpu_run, cpu_close, NULL};

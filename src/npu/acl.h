@@ -61,6 +61,8 @@ typedef aclError (*aclrtFree_fn)(void *devPtr);
 typedef aclError (*aclrtMemcpy_fn)(void *dst, size_t destMax, const void *src, size_t count,
                                    aclrtMemcpyKind kind);
 typedef const char *(*aclGetRecentErrMsg_fn)(void);
+/* The chip's name, e.g. "Ascend910B2"; NULL on failure (acl_base_rt.h). */
+typedef const char *(*aclrtGetSocName_fn)(void);
 
 /* Tensors: libnnopbase.so */
 typedef aclTensor *(*aclCreateTensor_fn)(const int64_t *viewDims, uint64_t viewDimsNum,

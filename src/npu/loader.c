@@ -45,6 +45,7 @@ static const struct {
     SYM(aclnnMoeTokenPermuteGradGetWorkspaceSize, true),
     SYM(aclnnMoeTokenPermuteGrad, true),
     SYM(aclGetRecentErrMsg, false),
+    SYM(aclrtGetSocName, false),
     SYM(aclCreateIntArray, false),
     SYM(aclDestroyIntArray, false),
     SYM(aclnnMoeTokenPermuteGetWorkspaceSize, false),

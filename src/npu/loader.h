@@ -37,6 +37,7 @@ typedef struct acl_api {
     aclnnMoeTokenPermuteGradGetWorkspaceSize_fn aclnnMoeTokenPermuteGradGetWorkspaceSize;
     aclnnRun_fn aclnnMoeTokenPermuteGrad;
     aclGetRecentErrMsg_fn aclGetRecentErrMsg; /* optional: NULL when absent */
+    aclrtGetSocName_fn aclrtGetSocName;       /* optional: the chip, when it can say */
     /* The other operators of the family and the int arrays of restoreShape:
      * optional, so a runtime without them still serves the others; a case
      * of a missing operator fails naming the symbol. */

@@ -41,6 +41,9 @@ struct backend {
     acl_api api;
     int32_t device;
     aclrtStream stream;
+    char soc[64];       /* aclrtGetSocName(), or "" when it says nothing */
+    bool chip_known;    /* soc names a chip libmoeperm knows: chip holds it */
+    moeperm_chip chip;
 };
 
 /* One open backend at a time: ACL state (aclInit, the device) is
@@ -65,6 +68,25 @@ static void describe_failure(const acl_api *api, char *err, size_t err_len, cons
     char recent[1024];
     snprintf(err, err_len, "%s failed with %s %ld%s", call, kind, code,
              recent_message(api, recent, sizeof recent));
+}
+
+/* Asks the runtime which chip it drives (an optional symbol: older
+ * runtimes and the fake may not say). */
+static void learn_chip(backend *b)
+{
+    const char *soc = b->api.aclrtGetSocName != NULL ? b->api.aclrtGetSocName() : NULL;
+    if (soc == NULL || *soc == '\0')
+        return;
+    snprintf(b->soc, sizeof b->soc, "%s", soc);
+    b->chip_known = moeperm_chip_by_name(b->soc, &b->chip) == MOEPERM_SUCCESS;
+}
+
+static bool npu_chip(const backend *b, moeperm_chip *chip, const char **name)
+{
+    *name = b->soc[0] != '\0' ? b->soc : NULL;
+    if (b->chip_known)
+        *chip = b->chip;
+    return b->chip_known;
 }
 
 static int npu_open(const backend_options *options, backend **out, char *err, size_t err_len)
@@ -102,6 +124,7 @@ static int npu_open(const backend_options *options, backend **out, char *err, si
         describe_failure(a, err, err_len, "aclrtCreateStream", "ACL error", rc);
         goto reset;
     }
+    learn_chip(b);
     backend_is_open = true;
     *out = b;
     return BACKEND_OK;
@@ -462,4 +485,4 @@ done:
     return rc;
 }
 
-const backend_ops backend_npu = {"npu", npu_open, npu_run, npu_close};
+const backend_ops backend_npu = {"npu", npu_open, npu_run, npu_close, npu_chip};

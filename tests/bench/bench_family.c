@@ -24,27 +24,9 @@
 #include <omp.h>
 #endif
 
+#include "bench_time.h"
 #include "core/dispatch.h"
 #include "core/internal.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void *must_alloc(size_t bytes)
 {
@@ -117,23 +99,23 @@ static void bench_permute(int64_t tokens, int64_t top_k, int64_t hidden, moeperm
                                                 (double)es);
     double *op = malloc(sizeof(double) * (size_t)reps), *mc = malloc(sizeof(double) * (size_t)reps);
     for (int r = -1; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         uint64_t ws;
         moeperm_executor *plan;
         check(moeperm_token_permute_get_workspace_size(tx, ti, 0, false, ty, ts, &ws, &plan),
               "permute plan");
         check(moeperm_token_permute(NULL, ws, plan, NULL), "permute run");
-        double t1 = now();
+        double t1 = bench_now();
         parallel_memcpy(copy_src, y, (int64_t)row_bytes, team);
-        double t2 = now();
+        double t2 = bench_now();
         if (r >= 0) {
             op[r] = t1 - t0;
             mc[r] = t2 - t1;
         }
     }
     double moved = 2.0 * (double)row_bytes + 8.0 * (double)count;
-    double op_gbps = moved / median(op, reps) / 1e9;
-    double mc_gbps = 2.0 * (double)row_bytes / median(mc, reps) / 1e9;
+    double op_gbps = moved / bench_median(op, reps) / 1e9;
+    double mc_gbps = 2.0 * (double)row_bytes / bench_median(mc, reps) / 1e9;
     printf("permute    %-8s T=%lld K=%lld H=%lld threads %d: %7.2f GB/s, memcpy %7.2f GB/s, "
            "ratio %.3f\n",
            moeperm_dtype_name(dtype), (long long)tokens, (long long)top_k, (long long)hidden,
@@ -177,24 +159,24 @@ static void bench_unpermute(int64_t tokens, int64_t top_k, int64_t hidden, moepe
     for (int r = -1; r < reps; r++) {
         uint64_t ws;
         moeperm_executor *plan;
-        double t0 = now();
+        double t0 = bench_now();
         check(moeperm_token_unpermute_get_workspace_size(tx, ts, tp, false, NULL, 0, ty, &ws,
                                                          &plan),
               "unpermute plan");
         check(moeperm_token_unpermute(NULL, ws, plan, NULL), "unpermute run");
-        double t1 = now();
+        double t1 = bench_now();
         check(moeperm_token_permute_grad_get_workspace_size(tx, ts, top_k, false, ty, &ws, &plan),
               "permute grad plan");
         check(moeperm_token_permute_grad(NULL, ws, plan, NULL), "permute grad run");
-        double t2 = now();
+        double t2 = bench_now();
         if (r >= 0) {
             op[r] = t1 - t0;
             pg[r] = t2 - t1;
         }
     }
     double moved = (double)tokens * (double)(top_k + 1) * (double)hidden * (double)es;
-    double op_gbps = moved / median(op, reps) / 1e9;
-    double pg_gbps = moved / median(pg, reps) / 1e9;
+    double op_gbps = moved / bench_median(op, reps) / 1e9;
+    double pg_gbps = moved / bench_median(pg, reps) / 1e9;
     printf("unpermute  %-8s probs %-8s T=%lld K=%lld H=%lld: %7.2f GB/s, permute grad %7.2f "
            "GB/s, ratio %.3f\n",
            moeperm_dtype_name(dtype), moeperm_dtype_name(probs_dtype), (long long)tokens,

@@ -27,24 +27,7 @@
 
 #include <moeperm/moeperm.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_time.h"
 
 static uint64_t state = 12345;
 static uint32_t next(void)
@@ -175,7 +158,7 @@ int main(int argc, char **argv)
         double *op = malloc(sizeof(double) * (size_t)reps),
                *mc = malloc(sizeof(double) * (size_t)reps);
         for (int rep = -2; rep < reps; rep++) {
-            double t0 = now();
+            double t0 = bench_now();
             uint64_t workspace;
             moeperm_executor *plan;
             if (moeperm_token_unpermute_grad_get_workspace_size(t, g, ix, p, false, NULL, 0, tg, pg,
@@ -184,16 +167,16 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s\n", moeperm_last_error());
                 return 1;
             }
-            double t1 = now();
+            double t1 = bench_now();
             copy(dst, src, half, threads);
-            double t2 = now();
+            double t2 = bench_now();
             if (rep >= 0) {
                 op[rep] = t1 - t0;
                 mc[rep] = t2 - t1;
             }
         }
-        double op_s = median(op, reps), mc_s = median(mc, reps);
-        double op_best = op[0], mc_best = mc[0]; /* sorted by median() */
+        double op_s = bench_median(op, reps), mc_s = bench_median(mc, reps);
+        double op_best = op[0], mc_best = mc[0]; /* sorted by bench_median() */
         printf("%-8s %-8s %7.1f MiB  operator %6.2f GB/s (%7.2f ms)  memcpy %6.2f GB/s  "
                "ratio %.2f  (best %.2f)\n",
                with_probs ? "probs" : "no-probs",

@@ -41,7 +41,7 @@ FAULT_VARS = ("LD_LIBRARY_PATH", "MOEPERM_ASCEND_LIBS", "MOEPERM_NPU_DEVICE",
               "FAKE_ACL_FAIL_RUN", "FAKE_ACL_FAIL_INT_ARRAY", "FAKE_ACL_FLIP",
               "FAKE_ACL_FLIP_RUN", "FAKE_ACL_FLIP_OUTPUT", "FAKE_ACL_KEEP_ROW",
               "FAKE_ACL_WORKSPACE", "FAKE_ACL_DEVICES", "FAKE_ACL_UB_BYTES",
-              "FAKE_ACL_VECTOR_CORES")
+              "FAKE_ACL_VECTOR_CORES", "FAKE_ACL_SOC_NAME")
 
 # Cases of the other three operators: (name, `moeperm golden` options,
 # whether the manifest gets a restore_shape of [tokens, hidden]).  The
@@ -295,14 +295,20 @@ class Scenarios:
         for op in ("MoeTokenPermute", "MoeTokenUnpermute", "MoeTokenUnpermuteGrad"):
             expect(any(self.manifest(c)["op"] == op for c in family), "no %s case" % op)
 
+    def chip_suite(self):
+        """The generated suite of cases for a chip other than the Atlas A2."""
+        root = os.path.join(self.tmp, "chips")
+        if not os.path.isdir(root):
+            args = [self.moeperm, "golden", "--out", root, "--suite", "unpermute-grad-ub261888"]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+        return root
+
     def test_a_case_of_another_chip_differs_only_in_probs_grad_by_order(self):
         """probs_grad follows the chip's tiling: a device of another chip
-        than a case's sums in another order, and the judge says so."""
-        root = os.path.join(self.tmp, "chips")
-        args = [self.moeperm, "golden", "--out", root, "--suite", "unpermute-grad-ub261888"]
-        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
-        other = [c for c in find_cases(root) if self.chip_of(c) != A2_CHIP]
+        than a case's sums in another order, and the judge says so (when the
+        runtime does not name its chip)."""
+        other = [c for c in find_cases(self.chip_suite()) if self.chip_of(c) != A2_CHIP]
         expect(other, "the suite has no case for another chip than the Atlas A2")
         (ub, cores) = self.chip_of(other[0])
         same = [c for c in other if self.chip_of(c) == (ub, cores)]
@@ -313,6 +319,36 @@ class Scenarios:
         self.balanced(run)
         expect("diagnosis: order" in run.output and "permuted_tokens_grad:" not in run.output,
                "the difference is not called order, or reaches permuted_tokens_grad", run)
+
+    def test_a_runtime_naming_its_chip_is_judged_on_that_chip_alone(self):
+        """A runtime whose aclrtGetSocName() names a chip moeperm knows runs
+        only the cases of that chip: a MoeTokenUnpermuteGrad case with probs
+        made for another is OTHER-CHIP ("for another chip"), not run, not a
+        failure; every other case runs.  A name moeperm does not know
+        changes nothing but a note: every case is judged."""
+        cases = self.cases + find_cases(self.chip_suite())
+        other = [c for c in cases if "probs" in self.manifest(c)["tensors"] and
+                 self.chip_of(c) != A2_CHIP]
+        expect(other, "no case with probs for another chip than the Atlas A2")
+        mine = [c for c in cases if c not in other]
+        run = self.check(mine + other, {"FAKE_ACL_SOC_NAME": "Ascend910B2"})
+        expect(run.returncode == 0, "cases of another chip fail a run on the Atlas A2", run)
+        self.balanced(run)
+        for case in other:
+            expect(re.search(r"^OTHER-CHIP +%s: for another chip" % re.escape(case), run.output,
+                             re.M), "%s is not reported for another chip" % case, run)
+        expect(run.report["operator_runs"] == len(mine),
+               "%d cases of the chip, %d operator runs" % (len(mine),
+                                                          run.report["operator_runs"]), run)
+        expect(re.search(r"^total +%d +%d .* %d$" % (len(mine) + len(other), len(mine),
+                                                     len(other)), run.output, re.M),
+               "the summary does not count %d passes and %d of another chip"
+               % (len(mine), len(other)), run)
+        run = self.check(other, {"FAKE_ACL_SOC_NAME": "Ascend310P3"})
+        expect(run.returncode == 1 and "runs Ascend310P3, a chip moeperm does not know" in
+               run.output and "diagnosis: order" in run.output,
+               "an unknown chip's run does not judge every case, with a note", run)
+        self.balanced(run)
 
     def test_split_runtime_and_operator_libraries_pass(self):
         libs = self.lib("FAKE_ACL_RT") + ":" + self.lib("FAKE_ACL_OP")

@@ -49,4 +49,20 @@ done
 forbid tools 'internal\.h|kernel\.h|fp\.h|golden/|npu/|x86/' "the tool uses public headers and backend.h only"
 forbid examples 'internal\.h|kernel\.h|fp\.h|golden/|backend|npu' "the examples use the public headers only"
 
+# libmoeperm-aclnn: libmoeperm's public header, libc's, and its own (the
+# vendor-named headers under include/moeperm/aclnn and internal.h), nothing
+# else: every include line is matched against what is allowed.
+hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include' "$root/src/aclnn" --include='*.c' --include='*.h' |
+    grep -vE '#[[:space:]]*include[[:space:]]*(<moeperm/moeperm\.h>|<[a-z]+(/[a-z]+)?\.h>|"internal\.h"|"(acl|aclnn|aclnnop)/[a-z_/]+\.h")' |
+    grep -E '#[[:space:]]*include' || true)
+hits="$hits$(grep -rnE '#[[:space:]]*include[[:space:]]*<(json|nettle|cmocka|moeperm/)' "$root/src/aclnn" |
+    grep -v '<moeperm/moeperm\.h>' || true)"
+if [ -n "$hits" ]; then
+    echo "FAIL src/aclnn: it includes only <moeperm/moeperm.h>, libc and its own headers:" >&2
+    echo "$hits" >&2
+    failures=$((failures + 1))
+else
+    echo "ok   src/aclnn: libmoeperm's public header, libc and its own headers only"
+fi
+
 [ "$failures" -eq 0 ] || exit 1

@@ -24,6 +24,8 @@
  *   FAKE_ACL_FAIL_STREAM=n   the n-th aclrtCreateStream fails
  *   FAKE_ACL_FAIL_INT_ARRAY=n the n-th aclCreateIntArray call returns NULL
  *   FAKE_ACL_DEVICES=n       devices 0..n-1 exist (default 1)
+ *   FAKE_ACL_SOC_NAME=name   the chip aclrtGetSocName() names; unset, it
+ *                            returns NULL, as a runtime that cannot tell
  * The operator half reads its own (fake_operator.c).  Single-threaded, as
  * the backend is.
  */
@@ -372,6 +374,11 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
         return FAKE_ERROR_INVALID_PARAM;
     memcpy(d, s, count);
     return ACL_SUCCESS;
+}
+
+const char *aclrtGetSocName(void)
+{
+    return getenv("FAKE_ACL_SOC_NAME");
 }
 
 const char *aclGetRecentErrMsg(void)
