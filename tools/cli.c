@@ -98,6 +98,25 @@ static bool same_file(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Whether the entry at path and the output (out_st its stat() when
+ * have_out; dir_st its directory's, base its last component) are one file:
+ * the same device and inode however either is spelled, or, for an entry
+ * not there yet, the same name in the same directory. */
+static bool same_entry(const char *path, bool have_out, const struct stat *out_st,
+                       const struct stat *dir_st, const char *base)
+{
+    struct stat st;
+    if (have_out && stat(path, &st) == 0 && same_file(&st, out_st))
+        return true;
+    const char *slash = strrchr(path, '/');
+    if (strcmp(slash ? slash + 1 : path, base) != 0)
+        return false;
+    char *dir = cli_dir_of(path);
+    bool same = dir && stat(dir, &st) == 0 && same_file(&st, dir_st);
+    free(dir);
+    return same;
+}
+
 /* Refuses path when it is, or would become, a file of the case in
  * case_dir: out_st is stat() of path (links followed) when have_out, and
  * dir_st stat() of path's directory.  A manifest that cannot be read
@@ -124,13 +143,10 @@ static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
     /* i == 0 is the manifest, then each tensor's file. */
     for (size_t i = 0; ok && i <= c.tensor_count; i++) {
         const char *file = i == 0 ? c.manifest_path : c.tensors[i - 1].path;
-        const char *slash = strrchr(file, '/');
         /* By name, for a file of the case that is missing (writing it
          * would complete the case with foreign data), else by device and
          * inode, however the output is spelled. */
-        bool named = in_case_dir && strcmp(slash ? slash + 1 : file, base) == 0;
-        bool same = have_out && stat(file, &st) == 0 && same_file(&st, out_st);
-        if (named || same) {
+        if (same_entry(file, have_out, out_st, dir_st, base)) {
             fprintf(stderr,
                     "moeperm %s: %s \"%s\" is %s, the %s%s of the case %s; refusing to "
                     "overwrite the golden case\n",
@@ -144,7 +160,8 @@ static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
 }
 
 bool cli_output_path(const char *cmd, const char *flag, const char *path,
-                     char *const *case_dirs, size_t case_count)
+                     char *const *case_dirs, size_t case_count, char *const *reads,
+                     size_t read_count)
 {
     size_t len = strlen(path);
     struct stat st, dir_st;
@@ -219,6 +236,16 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path,
     if (ok && manifest && lstat(manifest, &manifest_st) == 0)
         ok = not_a_case_file(cmd, flag, path, base, have_out, &out_st, &dir_st, dir);
     free(manifest);
+    /* The outputs the command judges: a report written over one would be
+     * judged, or read, in its place. */
+    for (size_t i = 0; ok && i < read_count; i++) {
+        if (same_entry(reads[i], have_out, &out_st, &dir_st, base)) {
+            fprintf(stderr, "moeperm %s: %s \"%s\" is %s, an output this command reads to "
+                    "judge; refusing to replace it with the report\n", cmd, flag, path,
+                    reads[i]);
+            ok = false;
+        }
+    }
 
     /* What a rename would destroy, or fail to write to, that a shell
      * redirect would have written through or refused. */
@@ -275,9 +302,10 @@ bool cli_html_path(const char *cmd, const char *path)
     return false;
 }
 
-bool cli_output_dir(const char *cmd, const char *flag, const char *path)
+bool cli_output_dir(const char *cmd, const char *flag, const char *path, char **made)
 {
     struct stat st;
+    *made = NULL;
     if (path[0] == '\0') {
         fprintf(stderr, "moeperm %s: %s is \"\", expected a directory\n", cmd, flag);
         return false;
@@ -303,7 +331,12 @@ bool cli_output_dir(const char *cmd, const char *flag, const char *path)
             continue;
         char saved = *p;
         *p = '\0';
-        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+        if (mkdir(copy, 0777) == 0) {
+            if (!*made && !(*made = strdup(copy))) {
+                fprintf(stderr, "moeperm %s: out of memory\n", cmd);
+                ok = false;
+            }
+        } else if (errno != EEXIST) {
             fprintf(stderr, "moeperm %s: %s \"%s\": cannot create the directory %s: %s\n", cmd,
                     flag, path, copy, strerror(errno));
             ok = false;
@@ -313,7 +346,29 @@ bool cli_output_dir(const char *cmd, const char *flag, const char *path)
             break;
     }
     free(copy);
+    if (!ok)
+        cli_output_dir_undo(path, *made);
     return ok;
+}
+
+void cli_output_dir_undo(const char *path, char *made)
+{
+    char *copy = made ? strdup(path) : NULL;
+    size_t stop = made ? strlen(made) : 0;
+    /* made is a leading part of path; each directory from path up to it
+     * goes only if empty: rmdir() never removes what another process put
+     * there meanwhile. */
+    while (copy) {
+        size_t n = strlen(copy);
+        while (n > 1 && copy[n - 1] == '/')
+            copy[--n] = '\0';
+        char *slash = strrchr(copy, '/');
+        if (n < stop || rmdir(copy) != 0 || n == stop || !slash)
+            break;
+        *slash = '\0';
+    }
+    free(copy);
+    free(made);
 }
 
 const backend_ops *cli_backend(const char *cmd, const char *backend_name,
@@ -346,4 +401,31 @@ double cli_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool cli_distinct_outputs(const char *cmd, const char *const *flags, const char *const *paths,
+                          size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        struct stat st, dir_st;
+        if (!paths[i] || strcmp(paths[i], "-") == 0)
+            continue;
+        char *dir = cli_dir_of(paths[i]);
+        bool known = dir && stat(dir, &dir_st) == 0;
+        free(dir);
+        if (!known)
+            continue; /* cli_output_path() says what is wrong with it */
+        bool have = stat(paths[i], &st) == 0;
+        const char *slash = strrchr(paths[i], '/');
+        for (size_t j = i + 1; j < count; j++) {
+            if (paths[j] && strcmp(paths[j], "-") != 0 &&
+                same_entry(paths[j], have, &st, &dir_st, slash ? slash + 1 : paths[i])) {
+                fprintf(stderr, "moeperm %s: %s \"%s\" and %s \"%s\" name the same file; "
+                        "each report needs its own\n", cmd, flags[i], paths[i], flags[j],
+                        paths[j]);
+                return false;
+            }
+        }
+    }
+    return true;
 }

@@ -40,20 +40,37 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
  *     path's own directory, compared by device and inode however path is
  *     spelled, and by name for a file the manifest lists that is missing.
  *     Where such a manifest cannot be read, nothing may be written in its
- *     directory.
+ *     directory;
+ *   - one of the read_count files in reads: the outputs the command
+ *     judges (compare's PATH, the files below check --outputs), compared
+ *     the same two ways.
  * Returns false after printing the message.  Not thread safe.
  */
 bool cli_output_path(const char *cmd, const char *flag, const char *path,
-                     char *const *case_dirs, size_t case_count);
+                     char *const *case_dirs, size_t case_count, char *const *reads,
+                     size_t read_count);
+
+/* Refuses two of the count report paths (flags[i] the option of paths[i];
+ * NULL and "-" skipped) that name one file, which the second report would
+ * replace.  Returns false after printing the message. */
+bool cli_distinct_outputs(const char *cmd, const char *const *flags, const char *const *paths,
+                          size_t count);
 
 /* --html takes a file: "-" (standard output for --json) is refused with a
  * sentence saying so.  Returns false after printing it. */
 bool cli_html_path(const char *cmd, const char *path);
 
 /* Makes sure path is a directory that can take output files, creating it
- * and its missing parents.  Returns false after
- * printing a message that names the option and the path. */
-bool cli_output_dir(const char *cmd, const char *flag, const char *path);
+ * and its missing parents; *made receives the topmost directory it
+ * created (malloc'd), NULL when it created none.  Returns false after
+ * printing a message that names the option and the path (then nothing it
+ * made is left and *made is NULL). */
+bool cli_output_dir(const char *cmd, const char *flag, const char *path, char **made);
+
+/* After a failure: removes what cli_output_dir() made for path, from path
+ * up to made, each directory only if it is empty; frees made (NULL: does
+ * nothing). */
+void cli_output_dir_undo(const char *path, char *made);
 
 /* The backend named by --backend (backend_name) with its options: the
  * device is --device N when given (device_flag != NULL), else, for the npu

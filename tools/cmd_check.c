@@ -37,8 +37,9 @@ static void usage(FILE *to)
             "  --outputs OUTDIR  judge files instead of running a backend: the outputs of\n"
             "                    DIR/CASE are OUTDIR/CASE/<output>.bin or .npy; a missing\n"
             "                    file fails the case (MISSING)\n"
-            "  --shard I/N       judge only shard I of N (1 <= I <= N): the cases whose\n"
-            "                    path below DIR hashes (FNV-1a 64) to I-1 modulo N\n"
+            "  --shard I/N       judge only shard I of N (1 <= I <= N <= 65536): the\n"
+            "                    cases whose path below DIR hashes (FNV-1a 64) to I-1\n"
+            "                    modulo N\n"
             "  --max-ulp N       accept elements within N ulp (default 0: bit-exact);\n"
             "                    such a case is WITHIN: \"within N ulp, not bit-exact\"\n"
             "  --strict-nan      NaNs must match bit for bit (default: any NaN equals any)\n"
@@ -151,8 +152,9 @@ static bool for_another_chip(const source *from, const moeperm_golden_case *c, c
     return true;
 }
 
-/* Reads case c's outputs from dir/<output>.bin or .npy.  A missing file is
- * MISSING, one of the wrong size, dtype or shape BAD_INPUT. */
+/* Reads case c's outputs from dir/<output>.bin or .npy.  A file that is
+ * absent is MISSING; one of the wrong size, dtype or shape, or one that
+ * cannot be looked for (EACCES, ELOOP, ENOTDIR), BAD_INPUT. */
 static enum outcome read_outputs(const moeperm_golden_case *c, case_outputs *o, const char *dir,
                                  char *err, size_t err_len)
 {
@@ -164,8 +166,12 @@ static enum outcome read_outputs(const moeperm_golden_case *c, case_outputs *o, 
         }
         free(o->data[i]);
         o->data[i] = NULL;
-        struct stat st;
-        bool missing = stat(path, &st) != 0;
+        int absent = case_output_absent(path, err, err_len);
+        if (absent < 0) {
+            free(path);
+            return BAD_INPUT;
+        }
+        bool missing = absent > 0;
         int rc = missing ? -1 : moeperm_golden_tensor_read_file(path, o->like[i], &o->data[i], err,
                                                         err_len);
         if (missing)
@@ -272,16 +278,34 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-/* Parses "I/N" with 1 <= I <= N. */
+/* The most shards --shard takes: far more runners than a CI matrix has,
+ * and small enough that I and N are plain decimal numbers. */
+#define MAX_SHARDS 65536
+
+/* A decimal number of at most five digits and nothing else, at most
+ * MAX_SHARDS: strtoull would skip spaces, take a sign and wrap "-2"
+ * around to 2^64 - 2. */
+static bool shard_number(const char *text, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (len == 0 || len > 5)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(text[i] - '0');
+    }
+    *out = v;
+    return v <= MAX_SHARDS;
+}
+
+/* Parses "I/N": digits only, 1 <= I <= N <= MAX_SHARDS. */
 static bool parse_shard(const char *text, uint64_t *index, uint64_t *count)
 {
-    char *end;
-    unsigned long long i = strtoull(text, &end, 10), n;
-    if (end == text || *end != '/' || text[0] == '-')
-        return false;
-    const char *rest = end + 1;
-    n = strtoull(rest, &end, 10);
-    if (end == rest || *end != '\0' || rest[0] == '-' || n < 1 || i < 1 || i > n)
+    const char *slash = strchr(text, '/');
+    uint64_t i, n;
+    if (!slash || !shard_number(text, (size_t)(slash - text), &i) ||
+        !shard_number(slash + 1, strlen(slash + 1), &n) || i < 1 || i > n)
         return false;
     *index = i;
     *count = n;
@@ -339,8 +363,9 @@ int cmd_check(int argc, char **argv)
             break;
         case 'S':
             if (!parse_shard(optarg, &shard, &shards)) {
-                fprintf(stderr, "moeperm check: --shard is \"%s\", expected I/N with 1 <= I <= "
-                                "N, e.g. 2/4\n", optarg);
+                fprintf(stderr, "moeperm check: --shard is \"%s\", expected I/N, two "
+                                "decimal numbers with 1 <= I <= N <= %d, e.g. 2/4\n",
+                        optarg, MAX_SHARDS);
                 return EXIT_BAD_INPUT;
             }
             break;
@@ -358,6 +383,10 @@ int cmd_check(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     bool json_stdout = json_path && strcmp(json_path, "-") == 0;
+    const char *report_flags[] = {"--junit", "--json", "--html"};
+    const char *report_paths[] = {junit_path, json_path, html_path};
+    if (!cli_distinct_outputs("check", report_flags, report_paths, 3))
+        return EXIT_BAD_INPUT;
     backend_options bopts;
     const backend_ops *ops = cli_backend("check", backend_name, device_flag, &bopts);
     if (!ops)
@@ -392,19 +421,40 @@ int cmd_check(int argc, char **argv)
             free(rel);
             return EXIT_BAD_INPUT;
         }
+        /* The walk strips the trailing slashes of the DIR it was given. */
+        size_t root = strlen(argv[i]);
+        while (root > 1 && argv[i][root - 1] == '/')
+            root--;
         /* The reports' paths are checked now, not when they are written
          * after the last case: a typo must not cost the whole run, and a
-         * report must not replace a file of any case below DIR, whichever
-         * shard it falls in. */
-        if ((junit_path && !cli_output_path("check", "--junit", junit_path, dirs, count)) ||
+         * report must not replace a file of any case below DIR, nor an
+         * output below --outputs, whichever shard it falls in. */
+        char **reads = NULL;
+        size_t read_count = 0;
+        bool reads_ok = true;
+        bool reports = junit_path || (json_path && !json_stdout) || html_path;
+        for (size_t j = 0; outputs_root && reports && reads_ok && j < count; j++) {
+            size_t at = strlen(dirs[j]) > root ? root + 1 : strlen(dirs[j]);
+            char *where = cli_format("%s%s%s", outputs_root, dirs[j][at] ? "/" : "", dirs[j] + at);
+            reads_ok = where && case_output_files(dirs[j], where, true, &reads, &read_count) == 0;
+            free(where);
+        }
+        if (!reads_ok ||
+            (junit_path &&
+             !cli_output_path("check", "--junit", junit_path, dirs, count, reads, read_count)) ||
             (json_path && !json_stdout &&
-             !cli_output_path("check", "--json", json_path, dirs, count)) ||
-            (html_path && !cli_output_path("check", "--html", html_path, dirs, count))) {
+             !cli_output_path("check", "--json", json_path, dirs, count, reads, read_count)) ||
+            (html_path &&
+             !cli_output_path("check", "--html", html_path, dirs, count, reads, read_count))) {
+            if (!reads_ok)
+                fprintf(stderr, "moeperm check: out of memory\n");
+            moeperm_golden_free_paths(reads, read_count);
             moeperm_golden_free_paths(dirs, count);
             moeperm_golden_free_paths(all, total);
             free(rel);
-            return EXIT_BAD_INPUT;
+            return reads_ok ? EXIT_BAD_INPUT : EXIT_BACKEND;
         }
+        moeperm_golden_free_paths(reads, read_count);
         char **grown = realloc(all, (total + count) * sizeof *grown);
         size_t *grown_rel = grown ? realloc(rel, (total + count) * sizeof *grown_rel) : NULL;
         if (grown)
@@ -418,10 +468,6 @@ int cmd_check(int argc, char **argv)
             free(rel);
             return EXIT_BACKEND;
         }
-        /* The walk strips the trailing slashes of the DIR it was given. */
-        size_t root = strlen(argv[i]);
-        while (root > 1 && argv[i][root - 1] == '/')
-            root--;
         size_t kept = 0;
         for (size_t j = 0; j < count; j++) {
             size_t at = strlen(dirs[j]) > root ? root + 1 : strlen(dirs[j]);

@@ -78,12 +78,26 @@ int cmd_compare(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    /* The report must not replace a file of the case it judges. */
+    /* A report must not replace a file of the case it judges, nor the
+     * outputs it judges, nor the other report. */
     const char *case_dir = argv[optind], *path = argv[optind + 1];
-    if (json_path && strcmp(json_path, "-") != 0 &&
-        !cli_output_path("compare", "--json", json_path, &argv[optind], 1))
-        return EXIT_BAD_INPUT;
-    if (html_path && !cli_output_path("compare", "--html", html_path, &argv[optind], 1))
+    const char *report_flags[] = {"--json", "--html"};
+    const char *report_paths[] = {json_path, html_path};
+    char **reads = NULL;
+    size_t read_count = 0;
+    if (case_output_files(case_dir, path, false, &reads, &read_count) != 0) {
+        fprintf(stderr, "moeperm compare: out of memory\n");
+        moeperm_golden_free_paths(reads, read_count);
+        return EXIT_BACKEND;
+    }
+    bool refused =
+        !cli_distinct_outputs("compare", report_flags, report_paths, 2) ||
+        (json_path && strcmp(json_path, "-") != 0 &&
+         !cli_output_path("compare", "--json", json_path, &argv[optind], 1, reads, read_count)) ||
+        (html_path &&
+         !cli_output_path("compare", "--html", html_path, &argv[optind], 1, reads, read_count));
+    moeperm_golden_free_paths(reads, read_count);
+    if (refused)
         return EXIT_BAD_INPUT;
     char err[1024] = "";
     moeperm_golden_case c;

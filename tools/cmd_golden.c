@@ -304,11 +304,13 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_UB_BYTES:
-            ok = cli_int64("golden", "--ub-bytes", optarg, 1, INT32_MAX, &ub_bytes);
+            ok = cli_int64("golden", "--ub-bytes", optarg, MOEPERM_CHIP_MIN_UB_BYTES,
+                           MOEPERM_CHIP_MAX_UB_BYTES, &ub_bytes);
             one_off = true;
             break;
         case O_VECTOR_CORES:
-            ok = cli_int64("golden", "--vector-cores", optarg, 1, 65536, &vector_cores);
+            ok = cli_int64("golden", "--vector-cores", optarg, 1, MOEPERM_CHIP_MAX_VECTOR_CORES,
+                           &vector_cores);
             one_off = true;
             break;
         case O_ROWS:

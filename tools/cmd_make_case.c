@@ -6,11 +6,13 @@
  * the operator refuses are refused with the library's sentence, and
  * nothing is written.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -20,15 +22,21 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: moeperm make-case --out DIR --op OP --name NAME\n"
             "                         --input NAME=FILE[:DTYPE:SHAPE] ... [options]\n"
-            "  write the case DIR/NAME from your own input tensors: the manifest, the\n"
-            "  inputs, and the outputs the reference computes from them\n"
+            "  write the case DIR/NAME (never inside another case) from your own input\n"
+            "  tensors: the manifest, the inputs, and the outputs the reference\n"
+            "  computes from them\n"
             "  --op OP           MoeTokenPermuteGrad, MoeTokenPermute, MoeTokenUnpermute,\n"
             "                    MoeTokenUnpermuteGrad (or permute-grad, permute, ...)\n"
             "  --input NAME=FILE one input tensor of the operator (repeat for each):\n"
             "                    a .npy file (shape and dtype from its header; add\n"
-            "                    :DTYPE to read '<u2' as bf16 or to insist on one), or a raw\n"
-            "                    file with :DTYPE:SHAPE, e.g. sorted_indices=si.bin:int32:4096\n"
-            "                    or probs=p.bin:bf16:512x8\n"
+            "                    :DTYPE to read '<u2' as bf16 or to insist on one, and\n"
+            "                    :DTYPE:SHAPE to insist on a shape: one the header\n"
+            "                    contradicts is refused), or a raw file with :DTYPE:SHAPE,\n"
+            "                    e.g. sorted_indices=si.bin:int32:4096 or\n"
+            "                    probs=p.bin:bf16:512x8; a FILE holding ':' is read\n"
+            "                    whole when a file of that name exists, else\n"
+            "                    :DTYPE[:SHAPE] is taken from its end (a:b.bin:int32:8\n"
+            "                    is the file a:b.bin)\n"
             "  --top-k K         MoeTokenPermuteGrad's num_topk\n"
             "  --num-out-tokens N  MoeTokenPermute's num_out_tokens (default 0: all)\n"
             "  --restore-shape A,B  MoeTokenUnpermute(Grad)'s restore_shape (recorded; the\n"
@@ -37,6 +45,7 @@ static void usage(FILE *to)
             "                    Atlas A2: %lld bytes, %lld cores)\n"
             "  --description TEXT  one line: what the case is (default: where it came from)\n"
             "  --force           replace an existing case (only a case)\n"
+            "An attribute option of another operator is refused.\n"
             "inputs by operator:\n"
             "  MoeTokenPermuteGrad    permuted_output_grad, sorted_indices\n"
             "  MoeTokenPermute        tokens, indices\n"
@@ -46,30 +55,96 @@ static void usage(FILE *to)
             (long long)MOEPERM_CHIP_A2_UB_BYTES, (long long)MOEPERM_CHIP_A2_VECTOR_CORES);
 }
 
-/* Parses "64x7168", "64,7168" or "4096" into dims. */
+/* Parses "64x7168", "64,7168" or "4096" into dims: digits, one separator
+ * between two numbers, nothing after the last. */
 static bool parse_shape(const char *text, int64_t *dims, uint64_t *ndim)
 {
     *ndim = 0;
     const char *p = text;
-    while (*p) {
+    for (;;) {
         char *end;
         if (*p < '0' || *p > '9' || *ndim == MOEPERM_MAX_DIMS)
             return false;
+        errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (v < 0 || v > MOEPERM_GOLDEN_MAX_DIM)
+        if (errno == ERANGE || v < 0 || v > MOEPERM_GOLDEN_MAX_DIM)
             return false;
         dims[(*ndim)++] = v;
-        if (*end == 'x' || *end == ',')
-            end++;
-        else if (*end != '\0')
+        if (*end == '\0')
+            return true;
+        if (*end != 'x' && *end != ',')
             return false;
-        p = end;
+        p = end + 1;
     }
-    return *ndim > 0;
+}
+
+/* The dtype names a message lists. */
+#define DTYPES_LISTED "float32 (fp32), float16 (fp16), bf16 (bfloat16), int8, int32, int64"
+
+/*
+ * Splits the FILE[:DTYPE[:SHAPE]] of an --input into *path (malloc'd),
+ * *dtype (-1 when not given) and dims.  A file name may hold ':': the
+ * whole value is FILE when something by that name exists (whatever it is:
+ * the reader then says what is wrong with it); otherwise :DTYPE and
+ * :DTYPE:SHAPE are taken from the right, so "a:b.bin:int32:8" is the file
+ * "a:b.bin".  Returns false after a message naming the input.
+ */
+static bool split_input(const char *input, const char *value, char **path, int *dtype,
+                        int64_t *dims, uint64_t *ndim)
+{
+    struct stat st;
+    *dtype = -1;
+    *ndim = 0;
+    *path = NULL;
+    const char *last = strrchr(value, ':');
+    if (!last || lstat(value, &st) == 0) {
+        *path = strdup(value);
+        return *path != NULL;
+    }
+    moeperm_dtype d;
+    const char *file_end = last, *shape_text = NULL;
+    char *dtype_text = strdup(last + 1);
+    if (!dtype_text)
+        return false;
+    if (!moeperm_golden_dtype_parse(dtype_text, &d)) {
+        /* FILE:DTYPE:SHAPE, when what is after the last ':' is no dtype:
+         * what is between the last two is the dtype, if anything is. */
+        const char *prev = last;
+        while (prev > value && prev[-1] != ':')
+            prev--;
+        free(dtype_text);
+        dtype_text = prev > value ? strndup(prev, (size_t)(last - prev)) : NULL;
+        if (prev > value && !dtype_text)
+            return false;
+        bool typed = dtype_text && moeperm_golden_dtype_parse(dtype_text, &d);
+        if (!typed && dtype_text && last[1] >= '0' && last[1] <= '9')
+            fprintf(stderr, "moeperm make-case: --input %s: dtype \"%s\" is not one of "
+                            DTYPES_LISTED "\n", input, dtype_text);
+        else if (!typed)
+            fprintf(stderr, "moeperm make-case: --input %s: no file is named \"%s\", and "
+                            "\"%s\" after its last ':' is not a dtype (" DTYPES_LISTED ")\n",
+                    input, value, last + 1);
+        if (!typed) {
+            free(dtype_text);
+            return false;
+        }
+        file_end = prev - 1;
+        shape_text = last + 1;
+    }
+    free(dtype_text);
+    *dtype = (int)d;
+    if (shape_text && !parse_shape(shape_text, dims, ndim)) {
+        fprintf(stderr, "moeperm make-case: --input %s: shape \"%s\" is not like 64x7168 (at most "
+                        "%d dims of at most %" PRId64 ")\n",
+                input, shape_text, MOEPERM_MAX_DIMS, MOEPERM_GOLDEN_MAX_DIM);
+        return false;
+    }
+    *path = strndup(value, (size_t)(file_end - value));
+    return *path != NULL;
 }
 
 /* One --input: "NAME=FILE[:DTYPE[:SHAPE]]" read into the next tensor of
- * c.  A file name holding ':' is read whole when it names a file. */
+ * c. */
 static bool add_input(moeperm_golden_case *c, const char *arg)
 {
     const char *eq = strchr(arg, '=');
@@ -95,34 +170,12 @@ static bool add_input(moeperm_golden_case *c, const char *arg)
     }
     if (c->tensor_count == MOEPERM_GOLDEN_MAX_TENSORS)
         return false;
-    char *path = strdup(eq + 1);
-    if (!path)
-        return false;
-    int dtype = -1;
+    char *path;
+    int dtype;
     int64_t dims[MOEPERM_MAX_DIMS];
-    uint64_t ndim = 0;
-    char *colon = strchr(path, ':');
-    if (colon) {
-        *colon = '\0';
-        char *dtype_text = colon + 1, *shape_text = strchr(dtype_text, ':');
-        if (shape_text)
-            *shape_text++ = '\0';
-        moeperm_dtype d;
-        if (!moeperm_golden_dtype_parse(dtype_text, &d)) {
-            fprintf(stderr, "moeperm make-case: --input %s: dtype \"%s\" is not one of "
-                            "float32 (fp32), float16 (fp16), bf16 (bfloat16), int8, int32, "
-                            "int64\n", slot->name, dtype_text);
-            free(path);
-            return false;
-        }
-        dtype = (int)d;
-        if (shape_text && !parse_shape(shape_text, dims, &ndim)) {
-            fprintf(stderr, "moeperm make-case: --input %s: shape \"%s\" is not like 64x7168\n",
-                    slot->name, shape_text);
-            free(path);
-            return false;
-        }
-    }
+    uint64_t ndim;
+    if (!split_input(slot->name, eq + 1, &path, &dtype, dims, &ndim))
+        return false;
     moeperm_golden_tensor *t = &c->tensors[c->tensor_count];
     memset(t, 0, sizeof *t);
     char err[1024];
@@ -141,6 +194,7 @@ static bool add_input(moeperm_golden_case *c, const char *arg)
 
 int cmd_make_case(int argc, char **argv)
 {
+    /* O_TOPK to O_CORES in the order of attrs below. */
     enum { O_OUT = 256, O_OP, O_INPUT, O_TOPK, O_NUM_OUT, O_RESTORE, O_UB, O_CORES, O_NAME,
            O_DESCRIPTION, O_FORCE, O_HELP };
     static const struct option options[] = {
@@ -167,8 +221,23 @@ int cmd_make_case(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.format_version = 2;
     int opt, rc = EXIT_BAD_INPUT;
+    /* The attribute options given, each by the operators that take it:
+     * one the operator does not have is refused, not silently dropped. */
+    struct {
+        const char *flag;
+        unsigned ops; /* bit op: the operators that take it */
+        bool given;
+    } attrs[] = {
+        {"--top-k", 1u << MOEPERM_OP_PERMUTE_GRAD, false},
+        {"--num-out-tokens", 1u << MOEPERM_OP_PERMUTE, false},
+        {"--restore-shape", 1u << MOEPERM_OP_UNPERMUTE | 1u << MOEPERM_OP_UNPERMUTE_GRAD, false},
+        {"--ub-bytes", 1u << MOEPERM_OP_UNPERMUTE_GRAD, false},
+        {"--vector-cores", 1u << MOEPERM_OP_UNPERMUTE_GRAD, false},
+    };
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
+        if (opt >= O_TOPK && opt <= O_CORES)
+            attrs[opt - O_TOPK].given = true;
         switch (opt) {
         case O_OUT:
             out = optarg;
@@ -204,11 +273,12 @@ int cmd_make_case(int argc, char **argv)
             }
             break;
         case O_UB:
-            ok = cli_int64("make-case", "--ub-bytes", optarg, 1, INT32_MAX, &c.attrs.ub_bytes);
+            ok = cli_int64("make-case", "--ub-bytes", optarg, MOEPERM_CHIP_MIN_UB_BYTES,
+                           MOEPERM_CHIP_MAX_UB_BYTES, &c.attrs.ub_bytes);
             break;
         case O_CORES:
-            ok = cli_int64("make-case", "--vector-cores", optarg, 1, 65536,
-                           &c.attrs.vector_cores);
+            ok = cli_int64("make-case", "--vector-cores", optarg, 1,
+                           MOEPERM_CHIP_MAX_VECTOR_CORES, &c.attrs.vector_cores);
             break;
         case O_NAME:
             name = optarg;
@@ -247,6 +317,13 @@ int cmd_make_case(int argc, char **argv)
     if (name[0] == '\0' || name[0] == '.' || strchr(name, '/')) {
         fprintf(stderr, "moeperm make-case: --name \"%s\" is not a plain directory name\n", name);
         return EXIT_BAD_INPUT;
+    }
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        if (attrs[i].given && !(attrs[i].ops & 1u << c.op)) {
+            fprintf(stderr, "moeperm make-case: %s is not an option of %s, which has no such "
+                            "attribute (see --help)\n", attrs[i].flag, moeperm_op_name(c.op));
+            return EXIT_BAD_INPUT;
+        }
     }
     if (c.op == MOEPERM_OP_PERMUTE_GRAD && c.attrs.top_k == 0) {
         fprintf(stderr, "moeperm make-case: MoeTokenPermuteGrad needs --top-k K\n");

@@ -70,41 +70,72 @@ int cmd_run(int argc, char **argv)
     if (!ops)
         return EXIT_BAD_INPUT;
 
+    /* The output paths are checked from the manifest alone, before the
+     * tensors are read: a bad --out must not wait for a large case to come
+     * off the disk, nor hide behind a bad case.  Several outputs go into a
+     * directory; one output to the file named.  A path naming the case's
+     * own files would destroy it. */
     char err[1024] = "";
     moeperm_golden_case c;
-    if (moeperm_golden_case_read(argv[optind], MOEPERM_GOLDEN_LOAD_INPUTS, &c, err, sizeof err) != 0) {
+    if (moeperm_golden_case_read(argv[optind], MOEPERM_GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm run: %s\n", err);
         return EXIT_BAD_INPUT;
     }
     case_outputs outputs;
-    if (case_outputs_alloc(&c, &outputs, err, sizeof err) != 0) {
-        fprintf(stderr, "moeperm run: %s\n", err);
-        moeperm_golden_case_free(&c);
-        return EXIT_BACKEND;
-    }
-    /* Several outputs go into a directory; one output to the file named.
-     * Every path is refused now if it can be, before the case is computed:
-     * a bad --out found after minutes of work wastes them, and one naming
-     * the case's own files would destroy it. */
+    memset(&outputs, 0, sizeof outputs);
+    for (size_t i = 0; i < c.tensor_count; i++)
+        if (c.tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT)
+            outputs.like[outputs.count++] = &c.tensors[i];
     size_t len = strlen(out_path);
     bool dir = outputs.count > 1 || (len > 0 && out_path[len - 1] == '/');
     char *paths[MOEPERM_GOLDEN_MAX_TENSORS] = {0};
+    size_t path_count = outputs.count;
+    /* A directory made for the outputs goes again if the run fails: a
+     * failed run leaves nothing. */
+    char *made = NULL;
     int rc = BACKEND_OK;
-    for (size_t i = 0; i < outputs.count && rc == BACKEND_OK; i++) {
+    for (size_t i = 0; i < path_count; i++) {
         paths[i] = case_output_path(&outputs, i, out_path, dir);
-        if (!paths[i]) {
-            snprintf(err, sizeof err, "out of memory");
-            rc = BACKEND_FAILURE;
-        } else if ((dir && i == 0 && !cli_output_dir("run", "--out", out_path)) ||
-                   !cli_output_path("run", "--out", paths[i], &argv[optind], 1)) {
-            free(paths[i]);
-            paths[i] = NULL;
-            for (size_t j = 0; j < i; j++)
+        if (!paths[i] || (dir && i == 0 && !cli_output_dir("run", "--out", out_path, &made)) ||
+            !cli_output_path("run", "--out", paths[i], &argv[optind], 1, NULL, 0)) {
+            if (!paths[i])
+                fprintf(stderr, "moeperm run: out of memory\n");
+            for (size_t j = 0; j <= i; j++)
                 free(paths[j]);
-            case_outputs_free(&outputs);
             moeperm_golden_case_free(&c);
-            return EXIT_BAD_INPUT;
+            cli_output_dir_undo(out_path, made);
+            return paths[i] ? EXIT_BAD_INPUT : EXIT_BACKEND;
         }
+    }
+    /* Now the inputs.  The case is read again whole: if it was replaced
+     * meanwhile, the paths checked must still be its outputs. */
+    moeperm_golden_case named = c;
+    memset(&c, 0, sizeof c);
+    if (moeperm_golden_case_read(argv[optind], MOEPERM_GOLDEN_LOAD_INPUTS, &c, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm run: %s\n", err);
+        rc = BACKEND_BAD_INPUT;
+    } else {
+        bool same = c.op == named.op && c.tensor_count == named.tensor_count;
+        for (size_t i = 0; same && i < c.tensor_count; i++)
+            same = strcmp(c.tensors[i].name, named.tensors[i].name) == 0 &&
+                   c.tensors[i].role == named.tensors[i].role;
+        if (!same) {
+            fprintf(stderr, "moeperm run: %s changed while it was read (another operator or "
+                            "other outputs); run it again\n", argv[optind]);
+            rc = BACKEND_BAD_INPUT;
+        }
+    }
+    moeperm_golden_case_free(&named);
+    if (rc == BACKEND_OK && case_outputs_alloc(&c, &outputs, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm run: %s\n", err);
+        rc = BACKEND_FAILURE;
+    }
+    if (rc != BACKEND_OK) {
+        for (size_t i = 0; i < path_count; i++)
+            free(paths[i]);
+        moeperm_golden_case_free(&c);
+        cli_output_dir_undo(out_path, made);
+        return rc == BACKEND_BAD_INPUT ? EXIT_BAD_INPUT : EXIT_BACKEND;
     }
     backend *b = NULL;
     backend_problem problem;
@@ -119,8 +150,12 @@ int cmd_run(int argc, char **argv)
         if (moeperm_golden_tensor_write_file(paths[i], outputs.like[i], outputs.data[i], err,
                                      sizeof err) != 0)
             rc = BACKEND_BAD_INPUT;
-    if (rc != BACKEND_OK)
+    if (rc != BACKEND_OK) {
         fprintf(stderr, "moeperm run: %s: %s\n", argv[optind], err);
+        cli_output_dir_undo(out_path, made);
+    } else {
+        free(made);
+    }
     for (size_t i = 0; i < outputs.count; i++)
         free(paths[i]);
     case_outputs_free(&outputs);

@@ -4,8 +4,10 @@
  */
 #include "outputs.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -113,4 +115,65 @@ char *case_output_path(const case_outputs *o, size_t i, const char *path,
     bool use_npy = access(bin, F_OK) != 0 && access(npy, F_OK) == 0;
     free(use_npy ? bin : npy);
     return use_npy ? npy : bin;
+}
+
+int case_output_absent(const char *path, char *err, size_t err_len)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 0;
+    int error = errno;
+    if (error == ENOENT) {
+        /* A link to nothing is something the harness put there: not an
+         * absent output. */
+        char target[256];
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n < 0)
+            return 1;
+        target[n] = '\0';
+        snprintf(err, err_len, "%s is a symbolic link to %s, which does not exist", path,
+                 target);
+        return -1;
+    }
+    /* EACCES, ELOOP, ENOTDIR, ENAMETOOLONG, EIO: the file may well be
+     * there; the reason is the answer, not "missing". */
+    snprintf(err, err_len, "cannot look for the output %s: %s", path, strerror(error));
+    return -1;
+}
+
+int case_output_files(const char *case_dir, const char *at, bool always_dir, char ***files,
+                      size_t *count)
+{
+    moeperm_golden_case c;
+    char err[1024];
+    /* A manifest that cannot be read is refused before any output is;
+     * until then, at itself is what the command would read. */
+    bool known = moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_NONE, &c, err,
+                                          sizeof err) == 0;
+    size_t outputs = known ? case_output_count(&c) : 0;
+    bool dir = known && (always_dir || outputs > 1);
+    size_t add = dir ? 2 * outputs : 1;
+    char **grown = realloc(*files, (*count + add) * sizeof *grown);
+    int rc = grown ? 0 : -1;
+    if (grown)
+        *files = grown;
+    if (rc == 0 && !dir) {
+        (*files)[*count] = strdup(at);
+        rc = (*files)[*count] ? 0 : -1;
+        *count += rc == 0;
+    }
+    for (size_t i = 0; rc == 0 && dir && i < c.tensor_count; i++) {
+        const moeperm_golden_tensor *t = &c.tensors[i];
+        if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
+            continue;
+        const char *sep = at[0] && at[strlen(at) - 1] == '/' ? "" : "/";
+        for (int npy = 0; rc == 0 && npy < 2; npy++) {
+            (*files)[*count] = cli_format("%s%s%s.%s", at, sep, t->name, npy ? "npy" : "bin");
+            rc = (*files)[*count] ? 0 : -1;
+            *count += rc == 0;
+        }
+    }
+    if (known)
+        moeperm_golden_case_free(&c);
+    return rc;
 }

@@ -40,4 +40,22 @@ void case_problem(const moeperm_golden_case *c, const case_outputs *o, backend_p
 char *case_output_path(const case_outputs *o, size_t i, const char *path,
                        bool dir);
 
+/* Whether the output file at path is absent: 1 when nothing is there (no
+ * file, or a directory above it missing), 0 when something is (the
+ * reader then says whether it is an output), -1 with a sentence in err
+ * when that cannot be known (a directory that may not be searched, a link
+ * loop, a file where a directory should be) or a symbolic link leads
+ * nowhere: "missing" means absent and nothing else. */
+int case_output_absent(const char *path, char *err, size_t err_len);
+
+/* Appends to *files (*count malloc'd paths, the array realloc'd) the files
+ * a command reads as the outputs of the case in case_dir from at: at
+ * itself for a case of one output, unless always_dir; else
+ * at/<output>.bin and at/<output>.npy for each output the manifest names
+ * (at alone when the manifest cannot be read).  They are what no report
+ * may replace (cli_output_path()).  Returns 0, or -1 when memory runs
+ * out. */
+int case_output_files(const char *case_dir, const char *at, bool always_dir, char ***files,
+                      size_t *count);
+
 #endif

@@ -137,8 +137,14 @@ enum {
  * checked for size and sha256.  The shapes are then put to the operator's
  * own first phase (libmoeperm), so a case the reference would refuse is
  * refused here with the library's sentence.  Files may be raw .bin or
- * numpy .npy (docs/golden-format.md).  Returns 0, or -1 with a sentence in
- * err; *c is then empty (moeperm_golden_case_free() is harmless).
+ * numpy .npy (docs/golden-format.md).  Every file is opened through one
+ * handle on dir, opened first, so a case replaced meanwhile by
+ * moeperm_golden_case_write(), which swaps the directory's name, is read
+ * whole, the old one or the new one, never the manifest of one with the
+ * tensors of the other; a read that fails because the replacement removed
+ * the old case's files is made again on the new one.  Returns 0, or -1
+ * with a sentence in err; *c is then empty (moeperm_golden_case_free() is
+ * harmless).
  */
 int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case *c, char *err, size_t err_len);
 
@@ -166,7 +172,14 @@ uint64_t moeperm_golden_tensor_elements(const moeperm_golden_tensor *t);
  * file; where the file system cannot swap, the old case is parked under
  * ".NAME.old.XXXXXX" and the new one renamed in (docs/reliability.md says
  * what each step leaves if the process is killed).  A name whose temporary
- * would not fit (NAME_MAX, PATH_MAX) is refused before anything is made.
+ * would not fit (NAME_MAX, PATH_MAX) is refused before anything is made,
+ * and so is a path inside another case (a directory above it holding a
+ * case.json: a case directory holds only its own files), and a case that
+ * moeperm_golden_case_read() would refuse: a string that is not UTF-8
+ * (name, description, generator, command, recipe), a dimension beyond
+ * MOEPERM_GOLDEN_MAX_DIM (an empty tensor too), a tensor whose bytes are
+ * not its shape's, anything else its manifest reader refuses, and inputs
+ * the operator refuses.
  * While it runs, a signal that ends the process removes the temporaries
  * and leaves the old case or the new one in place.
  *
@@ -195,7 +208,9 @@ bool moeperm_golden_case_file_name(const char *name);
  * runs.  Anything else that keeps the walk from seeing into a directory
  * (EACCES, ELOOP, ENAMETOOLONG, an I/O error) fails it, as does a case
  * parked by an interrupted replacement (".NAME.old.XXXXXX") whose NAME is
- * absent: a corpus is never judged with a case silently missing.  *dirs
+ * absent, and a case inside another case's directory (the walk looks
+ * below case directories too; the writers never put one there): a corpus
+ * is never judged with a case silently missing.  *dirs
  * receives a malloc'd array of *count malloc'd paths (free with
  * moeperm_golden_free_paths()).  Returns 0 or -1 with a sentence in err naming the
  * path and the reason.
@@ -228,8 +243,12 @@ int moeperm_golden_tensor_read_file(const char *path, const moeperm_golden_tenso
  * negative, the dtype ('<f4' float32, '<f2' float16, '<u2', '<i2' or '<V2'
  * bf16, '|i1' int8, '<i4' int32, '<i8' int64); or a raw file, for which
  * dtype and the ndim dims of shape must be given.  With ndim > 0 a .npy
- * file must have that many dims.  Returns 0, or -1 with a sentence in err
- * (t->data is then NULL).
+ * file must have exactly that shape, and with dtype >= 0 a descr that
+ * carries that dtype: a header that disagrees is refused.  Any dimension
+ * beyond MOEPERM_GOLDEN_MAX_DIM is refused, an empty tensor's too (no
+ * case could hold it).  A file that cannot be opened or is not a regular
+ * file (a directory, a FIFO) is refused with the reason.  Returns 0, or
+ * -1 with a sentence in err (t->data is then NULL).
  */
 int moeperm_golden_tensor_from_file(const char *path, int dtype, const int64_t *shape, uint64_t ndim,
                             moeperm_golden_tensor *t, char *err, size_t err_len);
@@ -374,7 +393,9 @@ void moeperm_golden_spec_default_name(moeperm_golden_spec *spec);
 /*
  * moeperm_golden_spec_check() validates a spec before any work: sizes positive and
  * bounded, num_rows within tokens_num*top_k, enough experts for top_k, the
- * name a plain directory name, dtypes the operator takes.  Returns 0 or -1
+ * chip (ub_bytes, vector_cores) within the operator's bounds
+ * (moeperm_executor_set_chip()), the name a plain directory name, name and
+ * description UTF-8 text, dtypes the operator takes.  Returns 0 or -1
  * with a sentence in err.
  */
 int moeperm_golden_spec_check(const moeperm_golden_spec *spec, char *err, size_t err_len);

@@ -12,9 +12,10 @@
  * follows symbolic links without looping, and skips the dot-directories an
  * interrupted write may leave; discovery fails, naming the path, on what
  * it cannot see into (EACCES as nobody, a link loop, PATH_MAX) and lists a
- * dangling case.json; an atomic write never replaces what is not a regular
- * file; a case name too long for its temporary is refused before anything
- * is made.
+ * dangling case.json; a case is never written inside another, and one
+ * found there fails discovery; an atomic write never replaces what is not
+ * a regular file; a case name too long for its temporary is refused before
+ * anything is made.
  */
 #define _DEFAULT_SOURCE /* setgroups() */
 #include <dirent.h>
@@ -42,19 +43,7 @@
 #include "golden/common/path.h"
 #include "golden_util.h"
 
-static char root[] = "/tmp/moeperm-test-case-io-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return golden_remove_tree(root);
-}
+static const char *const root = scratch_root; /* scratch_setup() makes it */
 
 /* A small MoeTokenPermuteGrad case (rows -1: none dropped) whose name,
  * description and command need escaping in the manifest. */
@@ -954,6 +943,59 @@ static void test_find_cases_lists_a_dangling_manifest(void **state)
     moeperm_golden_free_paths(found, count);
 }
 
+/* A case directory holds only its own files.  The writers refuse a path
+ * below a case (`golden --out CASE` made one), however it is spelled, and
+ * leave nothing there; a case put inside another by hand makes discovery
+ * fail, naming both, where it used to list the outer case alone and judge
+ * the inner one never.  A directory of other files inside a case is no
+ * case and is left alone. */
+static void test_case_inside_a_case_is_refused_and_never_skipped(void **state)
+{
+    (void)state;
+    char err[1024], outer[600], inner[700], other[600];
+    moeperm_golden_case c = make_case(4, -1);
+    snprintf(outer, sizeof outer, "%s/nest/outer", root);
+    assert_int_equal(moeperm_golden_case_write(outer, &c, false, err, sizeof err), 0);
+    const char *below[] = {"inner", "sub/inner", "../outer/x/inner", "./inner/"};
+    moeperm_golden_spec s = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 5, 2, 7);
+    snprintf(s.name, sizeof s.name, "inner");
+    for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
+        snprintf(inner, sizeof inner, "%s/%s", outer, below[i]);
+        if (moeperm_golden_case_write(inner, &c, true, err, sizeof err) != -1 ||
+            !strstr(err, "inside the case") || !strstr(err, "nest/outer"))
+            fail_msg("case_write %s: %s", below[i], err);
+        if (moeperm_golden_generate_write(&s, NULL, inner, true, err, sizeof err) != -1 ||
+            !strstr(err, "inside the case"))
+            fail_msg("generate_write %s: %s", below[i], err);
+    }
+    /* The case's own files, and nothing else: no directory was made. */
+    assert_int_equal(dir_entries(outer), 4);
+
+    snprintf(other, sizeof other, "%s/nest/other", root);
+    assert_int_equal(moeperm_golden_case_write(other, &c, false, err, sizeof err), 0);
+    snprintf(inner, sizeof inner, "%s/deeper", outer);
+    assert_int_equal(mkdir(inner, 0755), 0);
+    snprintf(inner, sizeof inner, "%s/deeper/sub", outer);
+    assert_int_equal(rename(other, inner), 0);
+    snprintf(other, sizeof other, "%s/nest", root);
+    char **found = NULL;
+    size_t count = 0;
+    if (moeperm_golden_find_cases(other, &found, &count, err, sizeof err) != -1 ||
+        !strstr(err, "nest/outer/deeper/sub holds a case inside the case") ||
+        !strstr(err, "nest/outer;"))
+        fail_msg("%zu cases found: %s", count, err);
+    moeperm_golden_free_paths(found, count);
+
+    assert_int_equal(golden_remove_case_dir(inner), 0);
+    snprintf(inner, sizeof inner, "%s/deeper/notes.txt", outer);
+    write_text(inner, "outputs of a run, kept beside the case\n");
+    assert_int_equal(moeperm_golden_find_cases(other, &found, &count, err, sizeof err), 0);
+    assert_int_equal(count, 1);
+    assert_non_null(strstr(found[0], "nest/outer"));
+    moeperm_golden_free_paths(found, count);
+    moeperm_golden_case_free(&c);
+}
+
 /* The last guard of every output: what is at the path when the rename
  * comes is replaced only if it is a regular file.  A link (to a file that
  * must not change), a FIFO and a directory are left as they were. */
@@ -1029,8 +1071,9 @@ int main(void)
         cmocka_unit_test(test_find_cases_fails_on_what_it_cannot_see_into),
         cmocka_unit_test(test_find_cases_fails_beyond_path_max),
         cmocka_unit_test(test_find_cases_lists_a_dangling_manifest),
+        cmocka_unit_test(test_case_inside_a_case_is_refused_and_never_skipped),
         cmocka_unit_test(test_atomic_write_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_case_name_too_long_for_its_temporary_is_refused_first),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

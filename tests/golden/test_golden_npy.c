@@ -351,6 +351,14 @@ static void test_hostile_headers_are_refused_by_name(void **state)
                    24, "more elements than 2^64");
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,)}", 24,
                    "more bytes than 2^64");
+    /* Python 3, and so np.load, refuse a literal with a leading zero. */
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (04, 8)}", 128,
+                   "leading zero");
+    expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 00)}", 0,
+                   "leading zero");
+    /* Pickled objects have no size to check. */
+    expect_refused("{'descr': '|O', 'fortran_order': False, 'shape': (3,)}", 24,
+                   "holds Python objects ('|O')");
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (7,)}", 24, "needs 28");
     expect_refused("{'descr': '<f4', 'fortran_order': False, 'shape': (5,)}", 24, "needs 20");
 
@@ -375,6 +383,37 @@ static void test_hostile_headers_are_refused_by_name(void **state)
     file[20] = 0;
     assert_int_equal(parse_exact(file, size, err, sizeof err), -1);
     assert_non_null(strstr(err, "byte 0x00 at offset 20"));
+}
+
+/* Dtypes numpy writes that moeperm does not read parse with their true
+ * item size ('<U1' is one 4-byte character, a datetime has a unit), so
+ * the sentence is that the dtype is not one moeperm reads, not that the
+ * file has the wrong number of bytes. */
+static void test_unread_dtypes_are_named_not_miscounted(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *descr;
+        size_t bytes; /* of the data of 2 elements */
+    } dtypes[] = {{"<U1", 8}, {"<U3", 24}, {"|S3", 6}, {"<M8[ns]", 16}, {"<m8[D]", 16},
+                  {"<c8", 16}, {"<f8", 16}};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+        unsigned char file[4096];
+        char dict[128], err[512];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }",
+                 dtypes[i].descr);
+        size_t size = make_file(file, sizeof file, dict, dtypes[i].bytes);
+        if (parse_exact(file, size, err, sizeof err) != 0)
+            fail_msg("%s: %s", dtypes[i].descr, err);
+        golden_npy_header h;
+        assert_int_equal(golden_npy_parse(file, size, size, "x.npy", &h, err, sizeof err), 0);
+        assert_int_equal(golden_npy_check(&h, "x.npy", MOEPERM_FLOAT, NULL, 0, err, sizeof err),
+                         -1);
+        char want[64];
+        snprintf(want, sizeof want, "holds '%s' data", dtypes[i].descr);
+        if (!strstr(err, want))
+            fail_msg("%s: %s", dtypes[i].descr, err);
+    }
 }
 
 static void test_every_truncation_and_byte_mutation_is_refused_or_consistent(void **state)
@@ -429,6 +468,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_writer_header_equals_numpys_byte_for_byte),
         cmocka_unit_test(test_written_file_reads_back),
         cmocka_unit_test(test_hostile_headers_are_refused_by_name),
+        cmocka_unit_test(test_unread_dtypes_are_named_not_miscounted),
         cmocka_unit_test(test_every_truncation_and_byte_mutation_is_refused_or_consistent),
         cmocka_unit_test(test_looks_like_npy_needs_the_magic),
     };

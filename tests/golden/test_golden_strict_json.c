@@ -25,7 +25,6 @@
 
 #include "golden/case/json_strict.h"
 #include "golden/common/fileio.h"
-#include "golden/common/path.h"
 #include "golden_util.h"
 
 typedef struct form {
@@ -153,19 +152,7 @@ static void test_message_names_line_column_and_byte(void **state)
 
 /* ---- through the reader, on a real case ------------------------------- */
 
-static char root[] = "/tmp/moeperm-test-strict-json-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return golden_remove_tree(root);
-}
+static const char *const root = scratch_root; /* scratch_setup() makes it */
 
 /* One edit of a written manifest: the first `from` becomes `to`. */
 typedef struct edit {
@@ -254,5 +241,5 @@ int main(void)
         cmocka_unit_test(test_message_names_line_column_and_byte),
         cmocka_unit_test(test_reader_refuses_each_form_in_a_real_manifest),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

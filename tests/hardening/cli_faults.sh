@@ -418,6 +418,54 @@ done
 "$moeperm" check "$work/par" >/dev/null || fail "the certain race left no complete case"
 no_temporaries "$work/par" "the certain race"
 
+# --- readers racing a writer that replaces the case ---------------------------
+# make-case --force swaps the case directory's name with the new case's; a
+# reader opens every file through one handle on the directory it found, so
+# it reads one whole case, the old or the new, and reads again when the
+# replacement removed the old one's files under it.  Two cases that differ
+# in every byte alternate under one name while check, compare and run read
+# it: every read must succeed (a reader opening the files by name mixed
+# the two cases in about one read in eight, refused by a sha256).
+for seed in 1 2; do
+    "$moeperm" golden --out "$work/swap-src" --tokens 256 --topk 1 --hidden 4096 --dtype float32 \
+        --seed "$seed" --name "s$seed" >/dev/null || fail "cannot generate the swapped case $seed"
+done
+swap() { # swap SEED: make-case --force of the case from source SEED
+    local from=$work/swap-src/s$1
+    "$moeperm" make-case --out "$work/swap" --name c --op permute-grad --top-k 1 --force \
+        --input "permuted_output_grad=$from/permuted_output_grad.bin:float32:256x4096" \
+        --input "sorted_indices=$from/sorted_indices.bin:int32:256" >/dev/null 2>>"$work/swap.err"
+}
+swap 1 || fail "make-case of the swapped case: $(cat "$work/swap.err")"
+"$moeperm" run "$work/swap-src/s1" --out "$work/swap-out1.bin" || fail "run the swapped case 1"
+(while [ ! -e "$work/swap.stop" ]; do swap 2; swap 1; done) &
+writer=$!
+reads=0 read_failures=0 replaced=0
+for i in $(seq 50); do
+    for cmd in check compare run; do
+        case $cmd in
+            check) set -- check "$work/swap" ;;
+            # the output of case 1: compare exits 0 or 1 (mismatch), never 2
+            compare) set -- compare "$work/swap/c" "$work/swap-out1.bin" ;;
+            run) set -- run "$work/swap/c" --out "$work/swap-run.bin" ;;
+        esac
+        "$moeperm" "$@" >/dev/null 2>"$work/swap-read.err"
+        rc=$?
+        reads=$((reads + 1))
+        if [ "$rc" -ge 2 ] || { [ "$cmd" != compare ] && [ "$rc" -ne 0 ]; }; then
+            read_failures=$((read_failures + 1))
+            [ "$read_failures" -le 3 ] &&
+                echo "a reader racing the writer: $cmd exited $rc: $(head -c 400 "$work/swap-read.err")"
+        fi
+    done
+done
+touch "$work/swap.stop"
+wait "$writer"
+replaced=$(grep -c . "$work/swap.err" 2>/dev/null)
+[ "$read_failures" -eq 0 ] || fail "readers racing a replacing writer: $read_failures of $reads reads failed"
+[ "$replaced" -eq 0 ] || fail "the replacing writer failed: $(head -c 400 "$work/swap.err")"
+echo "readers racing a replacing writer: $reads reads, $read_failures failed"
+
 fi
 
 echo "interrupted by a catchable signal: $interrupted; killed by SIGKILL: $killed; failing calls: $failed_calls; racing writers: $racers"

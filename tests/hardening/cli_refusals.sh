@@ -45,7 +45,8 @@ expect() {
     local want=$1 what=$2 rc
     shift 2
     case $want:$what in
-        "2:run --out"* | "2:check --junit"* | "2:check --json"* | "2:compare --json"*)
+        "2:run --out"* | "2:check --junit"* | "2:check --json"* | "2:check --html"* | \
+            "2:compare --json"* | "2:compare --html"*)
             targets=$((targets + 1))
             [ "$1" = as_user ] && targets_user=$((targets_user + 1)) ;;
     esac
@@ -140,39 +141,9 @@ done
 # --- output targets that are not a regular file, or not the caller's -------
 # Each is refused before any work (check prints no case line) with a
 # sentence naming the path and what it is, and is left as it was.
-# as_user COMMAND...: runs COMMAND as a user other than root: nobody when
-# this runs as root, else the current user; returns 77 where root cannot
-# become nobody.  nobody runs a copy of the tool: the build tree may sit
-# below a directory only root can enter (a home directory, a mktemp -d
-# directory), so user_tool() copies the tool and the libraries it loads
-# from the build tree into $work/tool, which anyone can reach.
-user_tool() {
-    local build lib
-    build=$(cd "$(dirname "$moeperm")/.." && pwd) || return 1
-    mkdir -p "$work/tool" && cp "$moeperm" "$work/tool/moeperm" || return 1
-    for lib in $(ldd "$moeperm" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'); do
-        case $lib in "$build"/*) cp "$lib" "$work/tool/" || return 1 ;; esac
-    done
-    chmod 755 "$work" "$work/tool" && chmod a+rX "$work/tool"/*
-}
-as_user() {
-    if [ "$(id -u)" -ne 0 ]; then
-        "$@"
-    elif command -v setpriv >/dev/null; then
-        [ "$1" = "$moeperm" ] && { shift; set -- "$work/tool/moeperm" "$@"; }
-        LD_LIBRARY_PATH=$work/tool setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
-    else
-        return 77
-    fi
-}
-can_drop=1
-if [ "$(id -u)" -eq 0 ] && ! user_tool; then
-    can_drop=0
-    echo "note: cannot copy the tool where another user can run it: skipping the checks that need one"
-elif ! as_user true || ! as_user "$moeperm" version >/dev/null; then
-    can_drop=0
-    echo "note: cannot run the tool as another user than root: skipping the checks that need one"
-fi
+# as_user and can_drop (cli_lib.sh): checks as a user other than root.
+. "$(dirname "$0")/cli_lib.sh"
+drop_setup
 # refused_target WHAT SAYS PATH [as_user]: run --out, check --junit,
 # check --json and compare --json refuse PATH, saying SAYS, and PATH's
 # kind and bytes stay what they were.
@@ -315,6 +286,90 @@ done
 "$moeperm" check "$work/cases" --shard "$other" | grep -q "c1\$" &&
     fail "check --shard: both shards judge c1, so the check above proves nothing"
 same_case "$c1" "$work/orig/c1" "check --shard --junit"
+
+# --- reports that would replace what the command reads ----------------------
+# The output being judged is read by compare (PATH, or PATH/<output>.bin
+# and .npy) and by check (OUTDIR/<case>/<output>.bin and .npy, every case
+# found, whichever shard): a report over it, however spelled, would be
+# judged next time in its place.  Two reports naming one file would lose
+# one.  Each is refused before any work, and the file is left as it was.
+"$moeperm" run "$c1" --out "$work/judged.bin" || fail "run c1 for the judged output"
+cp "$work/judged.bin" "$work/judged.orig"
+ln "$work/judged.bin" "$work/judged-hard.bin"
+ln -s judged.bin "$work/judged-sym.bin"
+for spelling in "judged.bin:$work/judged.bin" "judged.bin:$work/./judged.bin" \
+    "judged.bin:$work/t/../judged.bin" "judged-hard.bin:$work/judged.bin" \
+    "judged-sym.bin:$work/judged.bin" "judged.bin:$work/judged-hard.bin"; do
+    read=$work/${spelling%%:*} report=${spelling#*:}
+    for flag in --json --html; do
+        expect 2 "compare $flag over the output it reads ($read, $report)" \
+            "$moeperm" compare "$c1" "$read" "$flag" "$report"
+        says "compare $flag over the output it reads" "an output this command reads"
+        [ -s "$work/out" ] && fail "compare $flag $report: compared before the refusal"
+        cmp -s "$work/judged.bin" "$work/judged.orig" || fail "compare $flag $report: the output changed"
+    done
+done
+# several outputs in a directory: both names of each, present or not
+mkdir -p "$work/judged-dir"
+"$moeperm" run "$work/multi/p1" --out "$work/judged-dir/" || fail "run p1 for the judged outputs"
+for report in "$work/judged-dir/permuted_tokens.bin" "$work/judged-dir/sorted_indices.npy"; do
+    expect 2 "compare --json over an output in PATH/ ($report)" \
+        "$moeperm" compare "$work/multi/p1" "$work/judged-dir" --json "$report"
+    says "compare --json over an output in PATH/" "an output this command reads"
+done
+[ -e "$work/judged-dir/sorted_indices.npy" ] && fail "compare --json: a refused report was written"
+# check --outputs: every case's outputs, in both shards
+mkdir -p "$work/outs/c1" "$work/outs/c2"
+cp "$work/judged.bin" "$work/outs/c1/input_grad.bin"
+"$moeperm" run "$work/cases/c2" --out "$work/outs/c2/input_grad.bin" || fail "run c2 for --outputs"
+for flag in --junit --json --html; do
+    for report in "$work/outs/c1/input_grad.bin" "$work/outs/c2/../c1/input_grad.bin" \
+        "$work/outs/c2/input_grad.npy"; do
+        for shard in 1/1 1/2 2/2; do
+            expect 2 "check $flag over an output it reads ($report, --shard $shard)" \
+                "$moeperm" check "$work/cases" --outputs "$work/outs" --shard "$shard" "$flag" "$report"
+            says "check $flag over an output it reads" "an output this command reads"
+            [ -s "$work/out" ] && fail "check $flag $report: cases ran before the refusal"
+        done
+    done
+done
+cmp -s "$work/outs/c1/input_grad.bin" "$work/judged.orig" || fail "check --outputs: an output changed"
+[ -e "$work/outs/c2/input_grad.npy" ] && fail "check --outputs: a refused report was written"
+expect 0 "check --outputs, reports beside the outputs" "$moeperm" check "$work/cases" \
+    --outputs "$work/outs" --junit "$work/outs/j.xml" --json "$work/outs/c1/r.json" \
+    --html "$work/outs/c1/r.html"
+rm -f "$work/outs/j.xml" "$work/outs/c1/r.json" "$work/outs/c1/r.html"
+# two reports, one file
+for pair in "--json:--html" "--junit:--json" "--junit:--html"; do
+    a=${pair%%:*} b=${pair#*:}
+    expect 2 "check $a and $b naming one file" "$moeperm" check "$work/cases" "$a" "$work/r.x" \
+        "$b" "$work/./r.x"
+    says "check $a and $b naming one file" "name the same file"
+    [ -e "$work/r.x" ] && fail "check $a and $b naming one file: a report was written"
+done
+expect 2 "compare --json and --html naming one file" "$moeperm" compare "$c1" "$work/judged.bin" \
+    --json "$work/r.x" --html "$work/r.x"
+says "compare --json and --html naming one file" "name the same file"
+
+# --- run checks --out before it reads the tensors ----------------------------
+# A bad --out is said first, even when the case's tensors are bad too, and
+# without reading them: the case's outputs come from its manifest.
+cp -r "$work/orig/c1" "$work/badtensor"
+: >"$work/badtensor/permuted_output_grad.bin"
+expect 2 "run --out in a missing directory, a truncated tensor" "$moeperm" run "$work/badtensor" \
+    --out "$work/missing/r.bin"
+says "run --out in a missing directory, a truncated tensor" "\"$work/missing/r.bin\""
+expect 2 "run --out over its own truncated tensor" "$moeperm" run "$work/badtensor" \
+    --out "$work/badtensor/permuted_output_grad.bin"
+says "run --out over its own truncated tensor" "the permuted_output_grad file of the case"
+[ -s "$work/badtensor/permuted_output_grad.bin" ] && fail "run --out over its own tensor: it changed"
+# ... and a good --out then meets the bad case, and leaves no output
+expect 2 "run, a truncated tensor" "$moeperm" run "$work/badtensor" --out "$work/never.bin"
+says "run, a truncated tensor" "permuted_output_grad"
+[ -e "$work/never.bin" ] && fail "run, a truncated tensor: an output was written"
+cp -r "$work/multi/p1" "$work/badmulti" && : >"$work/badmulti/tokens.bin"
+expect 2 "run --out DIR/, a truncated tensor" "$moeperm" run "$work/badmulti" --out "$work/newdir/a/"
+[ -e "$work/newdir" ] && fail "run --out DIR/, a truncated tensor: the directory made for it was left"
 
 # --- discovery that cannot see everything fails ------------------------------
 if [ "$can_drop" -eq 1 ]; then

@@ -1,9 +1,11 @@
 /*
  * golden_util.c - the golden tests' shared helpers (golden_util.h).
  */
+#define _XOPEN_SOURCE 700 /* nftw() */
 #include "golden_util.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -127,4 +130,26 @@ size_t dir_entries(const char *dir)
         n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     return n;
+}
+
+char scratch_root[] = "/tmp/moeperm-test-XXXXXX";
+
+int scratch_setup(void **state)
+{
+    (void)state;
+    return mkdtemp(scratch_root) ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    /* A test may leave a directory without write permission. */
+    chmod(path, 0700);
+    return remove(path);
+}
+
+int scratch_teardown(void **state)
+{
+    (void)state;
+    return nftw(scratch_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -36,4 +36,12 @@ void edit_text(const char *path, const char *from, const char *to);
 /* The number of entries of dir, dot names included ("." and ".." not). */
 size_t dir_entries(const char *dir);
 
+/* A test group's scratch directory: scratch_setup() makes a fresh one
+ * below /tmp and puts its path in scratch_root, scratch_teardown() removes
+ * it and everything in it (links not followed).  Pass them to
+ * cmocka_run_group_tests(). */
+extern char scratch_root[];
+int scratch_setup(void **state);
+int scratch_teardown(void **state);
+
 #endif

@@ -4,6 +4,8 @@
  * new one), replacing an existing case only when it is one (--force never
  * takes anything else with it).
  */
+/* realpath() is an XSI name. */
+#define _XOPEN_SOURCE 700
 #include "golden/case/casedir.h"
 
 #include <dirent.h>
@@ -236,6 +238,53 @@ static int drop_replaced(const char *path, const char *old, char *err, size_t er
     return 1;
 }
 
+/* A case is never written inside another: discovery would find one case
+ * in another's directory, and a case directory holds only its own files.
+ * So no directory above path may hold a case.json (any entry by that
+ * name, as discovery counts it).  The directories are those of the
+ * deepest one that exists, resolved (links and ".." followed), up to the
+ * root; the ones still to be made hold nothing.  Returns 0, or -1 with a
+ * sentence in err. */
+static int check_not_inside_a_case(const char *path, const char *parent, char *err,
+                                   size_t err_len)
+{
+    char *dir = golden_strdup_printf("%s", parent);
+    char *real = NULL;
+    struct stat st;
+    while (dir && !(real = realpath(dir, NULL)) && errno == ENOENT && strcmp(dir, ".") != 0 &&
+           strcmp(dir, "/") != 0) {
+        char *up = golden_dir_of(dir);
+        free(dir);
+        dir = up;
+    }
+    free(dir);
+    int rc = 0;
+    /* A directory that cannot be resolved (EACCES ...) is the mkdir's to
+     * report; only what can be seen is looked at. */
+    for (char *at = real; at && rc == 0;) {
+        char *manifest = golden_join(at, "case.json");
+        if (!manifest) {
+            snprintf(err, err_len, "out of memory writing %s", path);
+            rc = -1;
+        } else if (lstat(manifest, &st) == 0) {
+            snprintf(err, err_len, "%s would be a case inside the case %s; a case directory "
+                     "holds only its own files, so nothing was written (write it beside that "
+                     "case, not in it)", path, at);
+            rc = -1;
+        }
+        free(manifest);
+        if (strcmp(at, "/") == 0)
+            break;
+        char *slash = strrchr(at, '/'); /* realpath() gives an absolute path */
+        if (slash == at)
+            slash[1] = '\0'; /* "/x" -> "/" */
+        else
+            *slash = '\0';
+    }
+    free(real);
+    return rc;
+}
+
 int golden_case_dir_open(golden_case_dir *d, const char *path_arg, bool force, char *err,
                          size_t err_len)
 {
@@ -272,6 +321,7 @@ int golden_case_dir_open(golden_case_dir *d, const char *path_arg, bool force, c
         goto fail;
     }
     if (temp_name_fits(path, d->parent, base, err, err_len) != 0 ||
+        check_not_inside_a_case(path, d->parent, err, err_len) != 0 ||
         golden_mkdirs(d->parent, err, err_len) != 0)
         goto fail;
     d->tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", d->parent, base);

@@ -147,9 +147,10 @@ static int check_parked(const char *dir, const char *entry, char *err, size_t er
     return rc;
 }
 
-/* dir_st is stat() of dir (links followed). */
-static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_list *out,
-                char *err, size_t err_len)
+/* dir_st is stat() of dir (links followed); inside is the case directory
+ * dir lies in, NULL when none does. */
+static int walk(const char *dir, const struct stat *dir_st, const char *inside, dir_set *seen,
+                path_list *out, char *err, size_t err_len)
 {
     struct stat st;
     int added = dir_set_add(seen, dir_st);
@@ -167,16 +168,28 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
     int found = stat(manifest, &st) == 0 || (errno == ENOENT && lstat(manifest, &st) == 0);
     int error = errno;
     free(manifest);
+    /* A case directory holds its own files only: a case written inside
+     * another (--out naming a case) is refused by the writers, and one
+     * found there is bad input, never judged and never skipped. */
+    if (found && inside) {
+        char a[400], b[400];
+        snprintf(err, err_len, "%s holds a case inside the case %s; a case directory holds "
+                 "only its own files (move the inner case out of it)", short_path(dir, a, sizeof a),
+                 short_path(inside, b, sizeof b));
+        return -1;
+    }
+    char *copy = NULL;
     if (found) {
-        char *copy = golden_strdup_printf("%s", dir);
+        copy = golden_strdup_printf("%s", dir);
         if (!copy || list_add(out, copy) != 0) {
             free(copy);
             goto oom;
         }
-        return 0; /* a case directory holds no further cases */
-    }
-    if (error != ENOENT)
+    } else if (error != ENOENT) {
         return walk_error("cannot look for case.json in", dir, error, err, err_len);
+    }
+    if (!inside)
+        inside = copy;
 
     DIR *d = opendir(dir);
     if (!d)
@@ -218,7 +231,7 @@ static int walk(const char *dir, const struct stat *dir_st, dir_set *seen, path_
          * may hide cases, and fails the walk. */
         if (stat(children.items[i], &st) == 0) {
             if (S_ISDIR(st.st_mode))
-                rc = walk(children.items[i], &st, seen, out, err, err_len);
+                rc = walk(children.items[i], &st, inside, seen, out, err, err_len);
         } else if (errno != ENOENT) {
             rc = walk_error("cannot examine", children.items[i], errno, err, err_len);
         }
@@ -257,7 +270,7 @@ int moeperm_golden_find_cases(const char *root, char ***dirs, size_t *count, cha
     }
     for (size_t n = strlen(clean); n > 1 && clean[n - 1] == '/'; n--)
         clean[n - 1] = '\0';
-    int rc = walk(clean, &st, &seen, &list, err, err_len);
+    int rc = walk(clean, &st, NULL, &seen, &list, err, err_len);
     free(clean);
     free(seen.slots);
     if (rc != 0) {

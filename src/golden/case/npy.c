@@ -124,6 +124,13 @@ static int scan_shape(scanner *s, golden_npy_header *h)
             break;
         if (s->p >= s->end || *s->p < '0' || *s->p > '9')
             return fail_at(s, "a dim of the shape");
+        /* Python 3 refuses "04" (a leading zero), and so does np.load. */
+        if (*s->p == '0' && s->p + 1 < s->end && s->p[1] >= '0' && s->p[1] <= '9') {
+            snprintf(s->err, s->err_len,
+                     "%s: a dim of the .npy shape has a leading zero, which Python (and "
+                     "np.load) refuses", s->name);
+            return -1;
+        }
         int64_t v = 0;
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
             int digit = *s->p - '0';
@@ -159,11 +166,17 @@ static int scan_shape(scanner *s, golden_npy_header *h)
     return 0;
 }
 
-/* A descr numpy writes for a plain array: byte order, kind, size. */
+/* A descr numpy writes for a plain array: byte order, kind, size, and
+ * for a date or time kind its unit ("<M8[ns]").  The size of 'U' counts
+ * characters of 4 bytes each.  'O' holds pickled Python objects, whose
+ * bytes no size describes: refused here. */
 static int descr_itemsize(const char *descr, size_t *itemsize)
 {
     size_t n = strlen(descr);
-    if (n < 3 || n > 4 || !strchr("<>|=", descr[0]) || !strchr("biufcVSUmMO", descr[1]))
+    if (n >= 5 && (descr[1] == 'm' || descr[1] == 'M') && descr[n - 1] == ']' &&
+        strchr(descr, '['))
+        n = (size_t)(strchr(descr, '[') - descr);
+    if (n < 3 || n > 4 || !strchr("<>|=", descr[0]) || !strchr("biufcVSUmM", descr[1]))
         return -1;
     size_t v = 0;
     for (size_t i = 2; i < n; i++) {
@@ -173,7 +186,7 @@ static int descr_itemsize(const char *descr, size_t *itemsize)
     }
     if (v == 0)
         return -1;
-    *itemsize = v;
+    *itemsize = descr[1] == 'U' ? 4 * v : v;
     return 0;
 }
 
@@ -220,6 +233,12 @@ static int parse_dict(scanner *s, golden_npy_header *h)
             size_t len;
             if (scan_string(s, h->descr, sizeof h->descr, &len, "the descr string") != 0)
                 return -1;
+            if (len < sizeof h->descr && h->descr[0] && h->descr[1] == 'O') {
+                snprintf(s->err, s->err_len,
+                         "%s holds Python objects ('%s'); only plain numeric arrays are read",
+                         s->name, h->descr);
+                return -1;
+            }
             if (len >= sizeof h->descr || descr_itemsize(h->descr, &h->itemsize) != 0) {
                 snprintf(s->err, s->err_len, "%s: '%s' is not a numpy dtype string", s->name,
                          h->descr);
@@ -256,7 +275,7 @@ static int parse_dict(scanner *s, golden_npy_header *h)
     return 0;
 }
 
-static void format_shape(char *out, size_t cap, const int64_t *shape, uint64_t ndim)
+void golden_npy_format_shape(char *out, size_t cap, const int64_t *shape, uint64_t ndim)
 {
     /* At most 8 dims of at most 20 characters: cap is never reached. */
     size_t n = (size_t)snprintf(out, cap, "(");
@@ -338,7 +357,7 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
     for (uint64_t i = 0; i < h->ndim; i++) {
         if (__builtin_mul_overflow(h->elements, (uint64_t)h->shape[i], &h->elements)) {
             char text[256];
-            format_shape(text, sizeof text, h->shape, h->ndim);
+            golden_npy_format_shape(text, sizeof text, h->shape, h->ndim);
             snprintf(err, err_len, "%s: the .npy shape %s has more elements than 2^64", name, text);
             return -1;
         }
@@ -354,14 +373,14 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
     }
     if (__builtin_mul_overflow(h->elements, (uint64_t)h->itemsize, &h->data_bytes)) {
         char text[256];
-        format_shape(text, sizeof text, h->shape, h->ndim);
+        golden_npy_format_shape(text, sizeof text, h->shape, h->ndim);
         snprintf(err, err_len, "%s: the .npy shape %s of '%s' has more bytes than 2^64", name, text,
                  h->descr);
         return -1;
     }
     if (h->data_bytes != file_size - h->data_offset) {
         char text[256];
-        format_shape(text, sizeof text, h->shape, h->ndim);
+        golden_npy_format_shape(text, sizeof text, h->shape, h->ndim);
         snprintf(err, err_len,
                  "%s has %" PRIu64 " bytes after its %" PRIu64 "-byte header; shape %s of '%s' "
                  "needs %" PRIu64,
@@ -429,8 +448,8 @@ int golden_npy_check(const golden_npy_header *h, const char *name, moeperm_dtype
         same = h->shape[i] == shape[i];
     if (!same) {
         char got[256], want[256];
-        format_shape(got, sizeof got, h->shape, h->ndim);
-        format_shape(want, sizeof want, shape, ndim);
+        golden_npy_format_shape(got, sizeof got, h->shape, h->ndim);
+        golden_npy_format_shape(want, sizeof want, shape, ndim);
         snprintf(err, err_len, "%s has shape %s, expected %s", name, got, want);
         return -1;
     }
@@ -455,7 +474,7 @@ size_t golden_npy_format_header(moeperm_dtype dtype, const int64_t *shape, uint6
      * data starts on a 64-byte boundary, then a newline. */
     char dict[GOLDEN_NPY_HEADER_CAP];
     char tuple[256];
-    format_shape(tuple, sizeof tuple, shape, ndim);
+    golden_npy_format_shape(tuple, sizeof tuple, shape, ndim);
     int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
                      descr, tuple);
     if (ndim > 0) {
@@ -507,41 +526,68 @@ int golden_npy_write_file(const char *path, moeperm_dtype dtype, const int64_t *
 /* Reading                                                                */
 /* ---------------------------------------------------------------------- */
 
+/* Opens the .npy file at path (dirfd as golden_open_regular() takes it)
+ * and parses its header into *h: *fd, and the header's bytes in *head
+ * (malloc'd) for the hash, on success; -1 with a sentence in err (nothing
+ * left open) on failure. */
+static int open_npy(int dirfd, const char *path, int *fd, uint8_t **head, golden_npy_header *h,
+                    uint64_t *file_size, char *err, size_t err_len)
+{
+    struct stat st;
+    *head = NULL;
+    *fd = golden_open_regular(dirfd, path, NULL, &st, err, err_len);
+    if (*fd < 0)
+        return -1;
+    *file_size = (uint64_t)st.st_size;
+    size_t head_size =
+        *file_size < GOLDEN_NPY_MAX_HEADER ? (size_t)*file_size : GOLDEN_NPY_MAX_HEADER;
+    *head = malloc(head_size ? head_size : 1);
+    if (!*head) {
+        snprintf(err, err_len, "out of memory reading %s", path);
+    } else if (golden_pread_all(*fd, *head, head_size, 0) != 0) {
+        snprintf(err, err_len, "reading %s failed: %s", path, strerror(errno));
+    } else if (golden_npy_parse(*head, head_size, *file_size, path, h, err, err_len) == 0) {
+        return 0;
+    }
+    free(*head);
+    *head = NULL;
+    close(*fd);
+    *fd = -1;
+    return -1;
+}
+
+int golden_npy_read_header(const char *path, golden_npy_header *h, char *err, size_t err_len)
+{
+    int fd;
+    uint8_t *head;
+    uint64_t file_size;
+    if (open_npy(AT_FDCWD, path, &fd, &head, h, &file_size, err, err_len) != 0)
+        return -1;
+    free(head);
+    close(fd);
+    return 0;
+}
+
 int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape, uint64_t ndim,
                          void **data, uint64_t *data_bytes, char hex[65], char *err, size_t err_len)
 {
+    return golden_npy_read_file_at(AT_FDCWD, path, dtype, shape, ndim, data, data_bytes, hex, err,
+                                   err_len);
+}
+
+int golden_npy_read_file_at(int dirfd, const char *path, moeperm_dtype dtype,
+                            const int64_t *shape, uint64_t ndim, void **data,
+                            uint64_t *data_bytes, char hex[65], char *err, size_t err_len)
+{
     *data = NULL;
     *data_bytes = 0;
-    /* O_NONBLOCK: a FIFO must not hang the open; fstat then refuses it. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    uint64_t file_size = (uint64_t)st.st_size;
-    size_t head_size =
-        file_size < GOLDEN_NPY_MAX_HEADER ? (size_t)file_size : GOLDEN_NPY_MAX_HEADER;
-    uint8_t *head = malloc(head_size ? head_size : 1);
+    int fd;
+    uint8_t *head;
+    uint64_t file_size;
     golden_npy_header h;
-    if (!head) {
-        snprintf(err, err_len, "out of memory reading %s", path);
-        close(fd);
+    if (open_npy(dirfd, path, &fd, &head, &h, &file_size, err, err_len) != 0)
         return -1;
-    }
-    if (golden_pread_all(fd, head, head_size, 0) != 0) {
-        snprintf(err, err_len, "reading %s failed: %s", path, strerror(errno));
-        free(head);
-        close(fd);
-        return -1;
-    }
-    if (golden_npy_parse(head, head_size, file_size, path, &h, err, err_len) != 0 ||
-        golden_npy_check(&h, path, dtype, shape, ndim, err, err_len) != 0) {
+    if (golden_npy_check(&h, path, dtype, shape, ndim, err, err_len) != 0) {
         free(head);
         close(fd);
         return -1;

@@ -83,6 +83,10 @@ int golden_npy_parse(const void *bytes, size_t size, uint64_t file_size, const c
 int golden_npy_check(const golden_npy_header *h, const char *name, moeperm_dtype dtype,
                      const int64_t *shape, uint64_t ndim, char *err, size_t err_len);
 
+/* golden_npy_format_shape() writes shape as Python writes a tuple,
+ * "(8, 4)", "(5,)" or "()", into out (cap bytes; 256 hold any shape). */
+void golden_npy_format_shape(char *out, size_t cap, const int64_t *shape, uint64_t ndim);
+
 /* golden_npy_descr() returns the descr this writer uses for dtype ("<u2"
  * for bf16), or NULL for a dtype with no .npy form.  Thread safe. */
 const char *golden_npy_descr(moeperm_dtype dtype);
@@ -110,6 +114,18 @@ size_t golden_npy_format_header(moeperm_dtype dtype, const int64_t *shape, uint6
 int golden_npy_read_file(const char *path, moeperm_dtype dtype, const int64_t *shape, uint64_t ndim,
                          void **data, uint64_t *data_bytes, char hex[65], char *err,
                          size_t err_len);
+
+/* The same, the file whose last component is path's in the directory
+ * open at dirfd (fileio.h's golden_read_file_at()). */
+int golden_npy_read_file_at(int dirfd, const char *path, moeperm_dtype dtype,
+                            const int64_t *shape, uint64_t ndim, void **data,
+                            uint64_t *data_bytes, char hex[65], char *err, size_t err_len);
+
+/* golden_npy_read_header() reads and parses the header of the .npy file at
+ * path into *h, as golden_npy_read_file() does before it reads the data:
+ * a file that cannot be opened, is not a regular file or has no valid
+ * header is refused with a sentence.  Returns 0 or -1. */
+int golden_npy_read_header(const char *path, golden_npy_header *h, char *err, size_t err_len);
 
 /*
  * golden_npy_write_file() writes the elements at data as a .npy file at

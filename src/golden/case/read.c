@@ -4,11 +4,14 @@
  * operator's own first phase, so that nothing downstream (a backend, the
  * judge) ever sees a case that lies about itself.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <moeperm/golden.h>
 
@@ -24,15 +27,15 @@
 /* Reads t's file (its path noted before) when load wants its role, and
  * checks its size and hash either way unless nothing is loaded at all: the
  * golden side of a case must be whole even when only the inputs are kept. */
-static int load_tensor(const char *manifest, moeperm_golden_tensor *t, const char *sha, unsigned load,
-                       char *err, size_t err_len)
+static int load_tensor(int dirfd, const char *manifest, moeperm_golden_tensor *t, const char *sha,
+                       unsigned load, char *err, size_t err_len)
 {
     bool keep = (t->role == MOEPERM_GOLDEN_ROLE_INPUT && (load & MOEPERM_GOLDEN_LOAD_INPUTS)) ||
                 (t->role != MOEPERM_GOLDEN_ROLE_INPUT && (load & MOEPERM_GOLDEN_LOAD_OUTPUTS));
     char hex[GOLDEN_SHA256_HEX], what[96], inner[768];
     void *data = NULL;
     snprintf(what, sizeof what, "tensors.%s", t->name);
-    if (golden_tensor_file_read(t->path, what, t, &data, hex, inner, sizeof inner) != 0) {
+    if (golden_tensor_file_read(dirfd, t->path, what, t, &data, hex, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", manifest, inner);
         return -1;
     }
@@ -49,15 +52,11 @@ static int load_tensor(const char *manifest, moeperm_golden_tensor *t, const cha
     return 0;
 }
 
-int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case *c, char *err, size_t err_len)
+/* One read of the case in dir, its files opened through dirfd (fileio.h). */
+static int read_once(int dirfd, const char *dir, unsigned load, moeperm_golden_case *c, char *err,
+                     size_t err_len)
 {
     memset(c, 0, sizeof *c);
-    /* "" would become "/case.json": a case at the root that nobody named. */
-    if (dir[0] == '\0') {
-        snprintf(err, err_len, "the case directory is an empty string; name a directory "
-                               "holding case.json");
-        return -1;
-    }
     char *manifest = golden_join(dir, "case.json");
     char *text = NULL;
     char sha[MOEPERM_GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
@@ -65,7 +64,7 @@ int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case
         snprintf(err, err_len, "out of memory reading %s", dir);
         return -1;
     }
-    if (golden_read_text(manifest, MANIFEST_MAX_BYTES, &text, err, err_len) != 0) {
+    if (golden_read_text_at(dirfd, manifest, MANIFEST_MAX_BYTES, &text, err, err_len) != 0) {
         free(manifest);
         return -1;
     }
@@ -85,7 +84,7 @@ int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case
         }
     }
     for (size_t i = 0; rc == 0 && load != MOEPERM_GOLDEN_LOAD_NONE && i < c->tensor_count; i++)
-        rc = load_tensor(manifest, &c->tensors[i], sha[i], load, err, err_len);
+        rc = load_tensor(dirfd, manifest, &c->tensors[i], sha[i], load, err, err_len);
     /* The operator's own checks need the inputs (indices are checked for
      * range and uniqueness); without them only the manifest was asked for. */
     if (rc == 0 && (load & MOEPERM_GOLDEN_LOAD_INPUTS)) {
@@ -100,4 +99,44 @@ int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case
     if (rc != 0)
         moeperm_golden_case_free(c);
     return rc;
+}
+
+/* How many times a read that failed while the case was replaced is tried
+ * again: each try reads one whole case, so only a replacement finishing
+ * during every one of them exhausts it. */
+#define READ_TRIES 16
+
+int moeperm_golden_case_read(const char *dir, unsigned load, moeperm_golden_case *c, char *err,
+                             size_t err_len)
+{
+    memset(c, 0, sizeof *c);
+    /* "" would become "/case.json": a case at the root that nobody named. */
+    if (dir[0] == '\0') {
+        snprintf(err, err_len, "the case directory is an empty string; name a directory "
+                               "holding case.json");
+        return -1;
+    }
+    /*
+     * Every file is opened through one handle on the directory, opened
+     * first: a writer replacing the case swaps the directory's name with a
+     * new one (renameat2 RENAME_EXCHANGE), so the handle keeps pointing at
+     * one whole case, and the manifest of one case is never read with the
+     * tensors of another.  The writer then removes the old case's files,
+     * so a read through the old handle can find one gone: when a read
+     * fails and the name now holds another directory, it is read again.
+     * Where no handle can be had (a directory that is missing or cannot
+     * be opened), the files are opened by name and say what is wrong.
+     */
+    for (int attempt = 1;; attempt++) {
+        int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = read_once(dirfd >= 0 ? dirfd : AT_FDCWD, dir, load, c, err, err_len);
+        struct stat held, now;
+        bool swapped = rc != 0 && dirfd >= 0 && attempt < READ_TRIES &&
+                       fstat(dirfd, &held) == 0 && stat(dir, &now) == 0 &&
+                       (held.st_dev != now.st_dev || held.st_ino != now.st_ino);
+        if (dirfd >= 0)
+            close(dirfd);
+        if (!swapped)
+            return rc;
+    }
 }

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,11 +22,14 @@ bool golden_is_npy_name(const char *path)
     return n >= 4 && strcmp(path + n - 4, ".npy") == 0;
 }
 
-/* Whether the file at path starts like a numpy file. */
-static bool starts_like_npy(const char *path)
+/* Whether the file at path (dirfd as golden_open_regular() takes it)
+ * starts like a numpy file. */
+static bool starts_like_npy(int dirfd, const char *path)
 {
     unsigned char head[16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    char ignored[8];
+    int fd = golden_open_regular(dirfd, path, NULL, &st, ignored, sizeof ignored);
     if (fd < 0)
         return false;
     ssize_t got = read(fd, head, sizeof head);
@@ -33,23 +37,24 @@ static bool starts_like_npy(const char *path)
     return got > 0 && golden_npy_looks_like(head, (size_t)got);
 }
 
-int golden_tensor_file_read(const char *path, const char *what, const moeperm_golden_tensor *like,
-                            void **data, char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
+int golden_tensor_file_read(int dirfd, const char *path, const char *what,
+                            const moeperm_golden_tensor *like, void **data,
+                            char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
 {
     if (golden_is_npy_name(path)) {
         uint64_t bytes;
         char inner[768];
-        if (golden_npy_read_file(path, like->dtype, like->shape, like->ndim, data, &bytes, hex,
-                                 inner, sizeof inner) != 0) {
+        if (golden_npy_read_file_at(dirfd, path, like->dtype, like->shape, like->ndim, data,
+                                    &bytes, hex, inner, sizeof inner) != 0) {
             snprintf(err, err_len, "%s: %s", what, inner);
             return -1;
         }
         return 0;
     }
     uint64_t size = moeperm_golden_tensor_elements(like) * moeperm_dtype_size(like->dtype);
-    if (golden_read_file(path, what, size, data, hex, err, err_len) == 0)
+    if (golden_read_file_at(dirfd, path, what, size, data, hex, err, err_len) == 0)
         return 0;
-    if (starts_like_npy(path)) {
+    if (starts_like_npy(dirfd, path)) {
         size_t used = strlen(err);
         snprintf(err + used, err_len - used,
                  "; the file starts with a numpy header: name it .npy to read it as one");
@@ -61,8 +66,8 @@ int moeperm_golden_tensor_read_file(const char *path, const moeperm_golden_tenso
                             char *err, size_t err_len)
 {
     char hex[GOLDEN_SHA256_HEX];
-    return golden_tensor_file_read(path, like->name ? like->name : "the tensor", like, data, hex,
-                                   err, err_len);
+    return golden_tensor_file_read(AT_FDCWD, path, like->name ? like->name : "the tensor", like,
+                                   data, hex, err, err_len);
 }
 
 int moeperm_golden_tensor_write_file(const char *path, const moeperm_golden_tensor *like, const void *data,
@@ -97,30 +102,28 @@ int moeperm_golden_tensor_from_file(const char *path, int dtype, const int64_t *
     char hex[GOLDEN_SHA256_HEX];
     t->data = NULL;
     if (golden_is_npy_name(path)) {
-        unsigned char head[GOLDEN_NPY_MAX_HEADER];
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) {
-            snprintf(err, err_len, "cannot open %s", path);
-            return -1;
-        }
-        off_t size = lseek(fd, 0, SEEK_END);
-        ssize_t got = size > 0 ? pread(fd, head, sizeof head, 0) : 0;
-        close(fd);
         golden_npy_header h;
-        if (got < 0 || golden_npy_parse(head, (size_t)got, (uint64_t)size, path, &h, err,
-                                        err_len) != 0)
+        if (golden_npy_read_header(path, &h, err, err_len) != 0)
             return -1;
         if (dtype >= 0) {
             t->dtype = (moeperm_dtype)dtype;
         } else if (npy_dtype(&h, &t->dtype) != 0) {
-            snprintf(err, err_len, "%s holds '%s' data, which is none of float32 '<f4', "
-                     "float16 '<f2', bf16 '<u2', int8 '|i1', int32 '<i4', int64 '<i8'",
-                     path, h.descr);
+            snprintf(err, err_len, "%s holds '%s' data, which moeperm does not read: it reads "
+                     "float32 '<f4', float16 '<f2', bf16 '<u2', int8 '|i1', int32 '<i4', "
+                     "int64 '<i8'", path, h.descr);
             return -1;
         }
-        if (ndim > 0 && ndim != h.ndim) {
-            snprintf(err, err_len, "%s has %llu dimensions, expected %llu", path,
-                     (unsigned long long)h.ndim, (unsigned long long)ndim);
+        /* A shape given with the file is a claim about it: one the header
+         * contradicts is refused, never silently replaced by the header's. */
+        bool same = ndim == 0 || ndim == h.ndim;
+        for (uint64_t i = 0; same && ndim > 0 && i < ndim; i++)
+            same = shape[i] == h.shape[i];
+        if (!same) {
+            char got[256], given[256];
+            golden_npy_format_shape(got, sizeof got, h.shape, h.ndim);
+            golden_npy_format_shape(given, sizeof given, shape, ndim);
+            snprintf(err, err_len, "%s has shape %s, but the shape given for it is %s", path,
+                     got, given);
             return -1;
         }
         t->ndim = h.ndim;
@@ -142,12 +145,25 @@ int moeperm_golden_tensor_from_file(const char *path, int dtype, const int64_t *
     }
     uint64_t bytes = moeperm_dtype_size(t->dtype);
     for (uint64_t i = 0; i < t->ndim; i++) {
-        if (t->shape[i] < 0 || (t->shape[i] && bytes > UINT64_MAX / (uint64_t)t->shape[i])) {
+        /* The manifest's limit, even for an empty tensor: a case whose
+         * manifest its reader refuses must not be made. */
+        if (t->shape[i] < 0 || t->shape[i] > MOEPERM_GOLDEN_MAX_DIM) {
+            snprintf(err, err_len, "%s: dimension %llu is %lld, beyond the %lld (2^40) a case "
+                     "may hold", path, (unsigned long long)i, (long long)t->shape[i],
+                     (long long)MOEPERM_GOLDEN_MAX_DIM);
+            return -1;
+        }
+        if (t->shape[i] && bytes > UINT64_MAX / (uint64_t)t->shape[i]) {
             snprintf(err, err_len, "%s: the shape is too large", path);
             return -1;
         }
         bytes *= (uint64_t)t->shape[i];
     }
+    if (bytes > SIZE_MAX) {
+        snprintf(err, err_len, "%s: %llu bytes, more than this machine can address", path,
+                 (unsigned long long)bytes);
+        return -1;
+    }
     t->bytes = (size_t)bytes;
-    return golden_tensor_file_read(path, path, t, &t->data, hex, err, err_len);
+    return golden_tensor_file_read(AT_FDCWD, path, path, t, &t->data, hex, err, err_len);
 }

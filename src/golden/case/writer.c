@@ -220,6 +220,91 @@ static void writer_free(golden_case_writer *w, bool remove_tmp)
     free(w);
 }
 
+int golden_case_check_writable(const char *path, const moeperm_golden_case *c, char *err,
+                               size_t err_len)
+{
+    /* Named fields first, for a sentence that says which one; then the
+     * manifest the writer would write, read back by the reader itself
+     * (placeholder hashes), so nothing the reader refuses gets written;
+     * then the operator's first phase, which the reader runs too. */
+    const char *const what[] = {"name", "description", "generator", "command",
+                                "recipe's routing", "recipe's values",
+                                "recipe's probs_values"};
+    const char *const values[] = {c->name,          c->description,   c->generator,
+                                  c->command,       c->recipe.routing, c->recipe.values,
+                                  c->recipe.probs_values};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        const char *value = values[i];
+        size_t at = value ? golden_utf8_invalid_at(value) : SIZE_MAX;
+        if (at != SIZE_MAX) {
+            snprintf(err, err_len, "cannot write the case %s: its %s \"%.*s...\" is not UTF-8 "
+                     "text (byte 0x%02x at offset %zu), and a manifest is UTF-8", path, what[i],
+                     (int)(at < 60 ? at : 60), value, (unsigned char)value[at], at);
+            return -1;
+        }
+    }
+    if (c->tensor_count > MOEPERM_GOLDEN_MAX_TENSORS) {
+        snprintf(err, err_len, "cannot write the case %s: it has %zu tensors, more than the %d "
+                 "a case holds", path, c->tensor_count, MOEPERM_GOLDEN_MAX_TENSORS);
+        return -1;
+    }
+    bool inputs_loaded = true;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const moeperm_golden_tensor *t = &c->tensors[i];
+        uint64_t bytes = moeperm_dtype_size(t->dtype);
+        bool fits = t->name && t->ndim <= MOEPERM_MAX_DIMS && bytes > 0;
+        for (uint64_t d = 0; fits && d < t->ndim; d++)
+            fits = t->shape[d] >= 0 && t->shape[d] <= MOEPERM_GOLDEN_MAX_DIM &&
+                   !__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes);
+        if (!t->name) {
+            snprintf(err, err_len, "cannot write the case %s: its tensor %zu has no name", path,
+                     i);
+            return -1;
+        }
+        /* The file holds t->bytes; the reader wants exactly what the
+         * shape and dtype make. */
+        if (fits && bytes != t->bytes) {
+            snprintf(err, err_len, "cannot write the case %s: %s holds %zu bytes, but its "
+                     "shape and dtype make %llu", path, t->name, t->bytes,
+                     (unsigned long long)bytes);
+            return -1;
+        }
+        if (t->role == MOEPERM_GOLDEN_ROLE_INPUT && t->bytes > 0 && !t->data)
+            inputs_loaded = false;
+    }
+    char zero[MOEPERM_GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX];
+    for (size_t i = 0; i < MOEPERM_GOLDEN_MAX_TENSORS; i++) {
+        memset(zero[i], '0', GOLDEN_SHA256_HEX - 1);
+        zero[i][GOLDEN_SHA256_HEX - 1] = '\0';
+    }
+    size_t size;
+    char *text = golden_manifest_text(c, (const char(*)[GOLDEN_SHA256_HEX])zero, &size);
+    if (!text) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        return -1;
+    }
+    moeperm_golden_case back;
+    memset(&back, 0, sizeof back);
+    char sha[MOEPERM_GOLDEN_MAX_TENSORS][GOLDEN_SHA256_HEX], inner[768];
+    int rc = golden_manifest_parse("case.json", text, &back, sha, inner, sizeof inner);
+    moeperm_golden_case_free(&back);
+    free(text);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot write the case %s: its reader would refuse it: %s", path,
+                 inner);
+        return -1;
+    }
+    if (inputs_loaded) {
+        moeperm_status st = moeperm_golden_check_reference(c, inner, sizeof inner);
+        if (st != MOEPERM_SUCCESS) {
+            snprintf(err, err_len, "cannot write the case %s: the operator refuses it (%s), as "
+                     "its reader would: %s", path, moeperm_status_name(st), inner);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 golden_case_writer *golden_case_writer_open(const char *path_arg, bool force, char *err,
                                             size_t err_len)
 {
@@ -354,7 +439,9 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
     char *manifest = golden_manifest_text(c, (const char(*)[GOLDEN_SHA256_HEX])sha,
                                           &manifest_size);
     int rc = -1;
-    if (!manifest)
+    if (golden_case_check_writable(w->dir.path, c, err, err_len) != 0)
+        ; /* the streamed case (the generator's) meets the reader's rules too */
+    else if (!manifest)
         snprintf(err, err_len, "out of memory writing %s", w->dir.path);
     else if (golden_case_dir_write_file(&w->dir, "case.json", manifest, manifest_size, err,
                                         err_len) == 0)
@@ -367,6 +454,9 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
 int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len)
 {
+    /* Refused before anything is made: what the reader would refuse. */
+    if (golden_case_check_writable(path, c, err, err_len) != 0)
+        return -1;
     golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);
     return w ? golden_case_writer_close(w, c, err, err_len) : -1;
 }

@@ -45,4 +45,16 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
                              size_t err_len);
 void golden_case_writer_abort(golden_case_writer *w);
 
+/*
+ * golden_case_check_writable() refuses, with a sentence naming path and
+ * the bad value, a case its reader would refuse: a manifest string that
+ * is not UTF-8, a shape beyond the format's limits (MOEPERM_GOLDEN_MAX_DIM),
+ * a tensor whose byte count is not its shape's, anything else
+ * golden_manifest_parse() refuses in the manifest the writer would write,
+ * and, when the inputs are loaded, inputs the operator refuses.  Both
+ * writers call it before the case is put in place.  Returns 0 or -1.
+ */
+int golden_case_check_writable(const char *path, const moeperm_golden_case *c, char *err,
+                               size_t err_len);
+
 #endif

@@ -24,8 +24,66 @@
  * truncate single transfers near 2 GiB. */
 #define IO_CHUNK ((size_t)1 << 30)
 
+/* What a file that is not a regular one is, for a sentence. */
+static const char *kind_of(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "of an unknown kind";
+}
+
+int golden_open_regular(int dirfd, const char *path, const char *what, struct stat *st,
+                        char *err, size_t err_len)
+{
+    const char *sep = what ? ": " : "";
+    what = what ? what : "";
+    /* O_NONBLOCK: opening a FIFO (or a device that waits on open) must not
+     * hang; the fstat below then refuses it.  Regular files ignore it. */
+    int fd = openat(dirfd, dirfd == AT_FDCWD ? path : golden_base_of(path),
+                    O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int error = errno;
+        struct stat lst;
+        /* A socket cannot be opened at all (ENXIO): say what it is. */
+        if (error == ENXIO &&
+            fstatat(dirfd, dirfd == AT_FDCWD ? path : golden_base_of(path), &lst, 0) == 0 &&
+            !S_ISREG(lst.st_mode))
+            snprintf(err, err_len, "%s%s%s is not a regular file: it is %s", what, sep, path,
+                     kind_of(lst.st_mode));
+        else
+            snprintf(err, err_len, "%s%scannot open %s: %s", what, sep, path, strerror(error));
+        return -1;
+    }
+    if (fstat(fd, st) != 0) {
+        snprintf(err, err_len, "%s%scannot examine %s: %s", what, sep, path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(err, err_len, "%s%s%s is not a regular file: it is %s", what, sep, path,
+                 kind_of(st->st_mode));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int golden_read_file(const char *path, const char *what, uint64_t size, void **data,
                      char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
+{
+    return golden_read_file_at(AT_FDCWD, path, what, size, data, hex, err, err_len);
+}
+
+int golden_read_file_at(int dirfd, const char *path, const char *what, uint64_t size,
+                        void **data, char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len)
 {
     golden_sha256 hash;
     struct stat st;
@@ -39,18 +97,9 @@ int golden_read_file(const char *path, const char *what, uint64_t size, void **d
                  path, what, (unsigned long long)size);
         return -1;
     }
-    /* O_NONBLOCK: opening a FIFO (or a device that waits on open) must not
-     * hang; the fstat below then refuses it.  Regular files ignore it. */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(err, err_len, "%s: cannot open %s: %s", what, path, strerror(errno));
+    fd = golden_open_regular(dirfd, path, what, &st, err, err_len);
+    if (fd < 0)
         return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s: %s is not a regular file", what, path);
-        close(fd);
-        return -1;
-    }
     if ((uint64_t)st.st_size != size) {
         snprintf(err, err_len, "%s: %s is %llu bytes, expected %llu", what, path,
                  (unsigned long long)st.st_size, (unsigned long long)size);
@@ -92,22 +141,21 @@ int golden_read_file(const char *path, const char *what, uint64_t size, void **d
 
 int golden_read_text(const char *path, size_t max_size, char **text, char *err, size_t err_len)
 {
+    return golden_read_text_at(AT_FDCWD, path, max_size, text, err, err_len);
+}
+
+int golden_read_text_at(int dirfd, const char *path, size_t max_size, char **text, char *err,
+                        size_t err_len)
+{
     struct stat st;
     char *buffer;
     size_t done = 0;
     int fd;
 
     *text = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* see golden_read_file() */
-    if (fd < 0) {
-        snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
+    fd = golden_open_regular(dirfd, path, NULL, &st, err, err_len);
+    if (fd < 0)
         return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s is not a regular file", path);
-        close(fd);
-        return -1;
-    }
     if ((uint64_t)st.st_size > max_size) {
         snprintf(err, err_len, "%s is %llu bytes, more than the %zu a manifest may have", path,
                  (unsigned long long)st.st_size, max_size);

@@ -30,6 +30,30 @@ int golden_read_file(const char *path, const char *what, uint64_t size, void **d
  * malloc'd string.  Returns 0 or -1 with a sentence in err. */
 int golden_read_text(const char *path, size_t max_size, char **text, char *err, size_t err_len);
 
+/*
+ * The same, reading the file whose last component is path's in the
+ * directory open at dirfd (path itself when dirfd is AT_FDCWD; messages
+ * name path either way).  A case is read through one handle on its
+ * directory, so a replacement that swaps the directory's name with
+ * another (renameat2 RENAME_EXCHANGE) cannot mix the files of two cases.
+ */
+int golden_read_file_at(int dirfd, const char *path, const char *what, uint64_t size,
+                        void **data, char hex[GOLDEN_SHA256_HEX], char *err, size_t err_len);
+int golden_read_text_at(int dirfd, const char *path, size_t max_size, char **text, char *err,
+                        size_t err_len);
+
+/*
+ * golden_open_regular() opens a file for reading as the readers above do
+ * (dirfd as there; without blocking on a FIFO) and fills *st: the file
+ * descriptor, or -1 with a sentence in err, prefixed by "WHAT: " when what
+ * is not NULL, that says why: the system's reason for a file that cannot
+ * be opened, or what the file is when it is not a regular file ("... is
+ * not a regular file: it is a directory").
+ */
+struct stat;
+int golden_open_regular(int dirfd, const char *path, const char *what, struct stat *st,
+                        char *err, size_t err_len);
+
 /* pread()/pwrite() of all size bytes at offset, looping on short transfers
  * and EINTR.  Returns 0 or -1 with errno set (EIO for an end of file
  * before size bytes, or a write that moved nothing). */

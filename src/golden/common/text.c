@@ -65,3 +65,17 @@ size_t golden_utf8_sequence(const unsigned char *p, size_t left, uint32_t *cp)
     }
     return n;
 }
+
+size_t golden_utf8_invalid_at(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    uint32_t cp;
+    while (p[i]) {
+        size_t n = golden_utf8_sequence(p + i, SIZE_MAX, &cp);
+        if (n == 0)
+            return i;
+        i += n;
+    }
+    return SIZE_MAX;
+}

@@ -24,4 +24,9 @@ char *golden_strdup_printf(const char *format, ...)
  * NUL-terminated string. */
 size_t golden_utf8_sequence(const unsigned char *p, size_t left, uint32_t *cp);
 
+/* The offset of the first byte of the NUL-terminated s that starts no
+ * well-formed UTF-8 sequence, or SIZE_MAX when s is all UTF-8: what a
+ * writer checks before text goes where the strict reader wants UTF-8. */
+size_t golden_utf8_invalid_at(const char *s);
+
 #endif

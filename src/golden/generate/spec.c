@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "golden/common/text.h"
+
 int64_t golden_default_experts(int64_t top_k)
 {
     return top_k * 2 > 64 ? top_k * 2 : 64;
@@ -157,9 +159,42 @@ int moeperm_golden_spec_check(const moeperm_golden_spec *s, char *err, size_t er
             return -1;
         }
     }
-    if (s->ub_bytes < 0 || s->vector_cores < 0) {
-        snprintf(err, err_len, "ub_bytes %" PRId64 " and vector_cores %" PRId64
-                 " must be positive (0: the default chip)", s->ub_bytes, s->vector_cores);
+    /* The operator's own bounds (moeperm_executor_set_chip()), checked here so that
+     * a chip it would refuse is a bad spec, not a failure after the work. */
+    if (s->ub_bytes != 0 &&
+        (s->ub_bytes < MOEPERM_CHIP_MIN_UB_BYTES || s->ub_bytes > MOEPERM_CHIP_MAX_UB_BYTES)) {
+        snprintf(err, err_len, "ub_bytes is %" PRId64 ", expected %d to %d (0: the default chip)",
+                 s->ub_bytes, MOEPERM_CHIP_MIN_UB_BYTES, MOEPERM_CHIP_MAX_UB_BYTES);
+        return -1;
+    }
+    if (s->vector_cores < 0 || s->vector_cores > MOEPERM_CHIP_MAX_VECTOR_CORES) {
+        snprintf(err, err_len, "vector_cores is %" PRId64 ", expected 1 to %d (0: the default "
+                 "chip)", s->vector_cores, MOEPERM_CHIP_MAX_VECTOR_CORES);
+        return -1;
+    }
+    /* name and description become manifest strings, which the reader
+     * takes only as UTF-8 (and the name the case directory's name). */
+    size_t at;
+    if (!memchr(s->name, '\0', sizeof s->name)) {
+        snprintf(err, err_len, "the case name is not NUL-terminated within its %zu bytes",
+                 sizeof s->name);
+        return -1;
+    }
+    if (!memchr(s->description, '\0', sizeof s->description)) {
+        snprintf(err, err_len, "the description is not NUL-terminated within its %zu bytes",
+                 sizeof s->description);
+        return -1;
+    }
+    if ((at = golden_utf8_invalid_at(s->name)) != SIZE_MAX) {
+        snprintf(err, err_len, "case name \"%.*s...\" is not UTF-8 text: byte 0x%02x at offset "
+                 "%zu; the manifest records the name, and a manifest is UTF-8", (int)at, s->name,
+                 (unsigned char)s->name[at], at);
+        return -1;
+    }
+    if ((at = golden_utf8_invalid_at(s->description)) != SIZE_MAX) {
+        snprintf(err, err_len, "the description \"%.*s...\" of %s is not UTF-8 text: byte "
+                 "0x%02x at offset %zu; a manifest is UTF-8", (int)at, s->description, s->name,
+                 (unsigned char)s->description[at], at);
         return -1;
     }
     if (s->name[0] == '\0' || s->name[0] == '.' || strchr(s->name, '/')) {
