@@ -332,7 +332,7 @@ int cmd_check(int argc, char **argv)
     moeperm_golden_judge_options judging = {false, 0, true};
     uint64_t shard = 1, shards = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "b:d:sj:o:S:J:H:u:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
         case 'b':
             backend_name = optarg;

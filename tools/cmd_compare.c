@@ -47,7 +47,7 @@ int cmd_compare(int argc, char **argv)
     moeperm_golden_judge_options judging = {false, 0, true};
     const char *json_path = NULL, *html_path = NULL;
     int opt;
-    while ((opt = getopt_long(argc, argv, "su:j:H:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
         case 's':
             judging.strict_nan = true;

@@ -239,7 +239,7 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_TOPK:
-            ok = cli_int64("golden", "--topk", optarg, 1, MOEPERM_MAX_TOP_K, &top_k);
+            ok = cli_int64("golden", "--top-k", optarg, 1, MOEPERM_MAX_TOP_K, &top_k);
             one_off = true;
             break;
         case O_HIDDEN:

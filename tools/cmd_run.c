@@ -38,7 +38,7 @@ int cmd_run(int argc, char **argv)
     };
     const char *out_path = NULL, *backend_name = "cpu", *device_flag = NULL;
     int opt;
-    while ((opt = getopt_long(argc, argv, "o:b:d:h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
         case 'o':
             out_path = optarg;

@@ -18,7 +18,7 @@ static const char usage_text[] =
     "  golden --out DIR [--suite NAME ...] [--seed N] [--force] [--list]\n"
     "      write the named built-in suites (default: every default suite);\n"
     "      --suite takes one or more names, and may be repeated\n"
-    "  golden --out DIR --tokens T --topk K --hidden H --dtype D [--rows R]\n"
+    "  golden --out DIR --tokens T --top-k K --hidden H --dtype D [--rows R]\n"
     "         [--experts E] [--hot P] [--values KIND] [--routing R] [--seed N]\n"
     "         [--name NAME] [--force]\n"
     "      write one custom MoeTokenPermuteGrad case\n"
