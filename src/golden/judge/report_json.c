@@ -67,10 +67,12 @@ static json_object *count(uint64_t v)
     return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* Two hex digits per byte of the dtype, as the text and HTML reports
+ * write them: 0x3f80 for bf16, 0x00000016 for int32, 0x7f for int8. */
 static json_object *hex(moeperm_dtype dtype, uint32_t bits)
 {
     char buf[16];
-    snprintf(buf, sizeof buf, "0x%0*" PRIx32, dtype == MOEPERM_FLOAT ? 8 : 4, bits);
+    snprintf(buf, sizeof buf, "0x%0*" PRIx32, 2 * (int)moeperm_dtype_size(dtype), bits);
     return json_object_new_string(buf);
 }
 
