@@ -62,6 +62,15 @@ def flip_all(a):
     return (bits ^ 1).view(a.dtype)
 
 
+def fill(a, bits):
+    """Every element the same bits: a buffer never written (a NaN fill
+    makes the diagnosis ask the operator, element by element, whether
+    arithmetic could have made it)."""
+    out = np.empty_like(a)
+    out.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize])[...] = bits
+    return out
+
+
 def mix(a, b):
     """The first half of the rows from a, the rest from b."""
     out = a.copy()
@@ -132,6 +141,7 @@ def bugs_unpermute(t, m):
     return {"k-order-reversed": {name: rev}, "acc-in-output-dtype": {name: acc},
             "missing-slot K-1": {name: missing}, "everywhere": {name: flip_all(e)},
             "half reversed, half missing": {name: mix(rev, missing)},
+            "all NaN": {name: fill(e, 0x7fc0 if e.dtype.itemsize == 2 else 0x7fc00000)},
             "reversed but the last row": {name: spoil_last(rev, e)}}
 
 
@@ -159,7 +169,8 @@ def bugs_permute(t, m):
     return {"unstable-sort": {"permuted_tokens": unstable, "sorted_indices": unstable_si},
             "token-row": {"permuted_tokens": token_row},
             "everywhere": {"permuted_tokens": flip_all(e_rows), "sorted_indices": flip_all(e_si)},
-            "half unstable, half token-row": {"permuted_tokens": mix(unstable, token_row)}}
+            "half unstable, half token-row": {"permuted_tokens": mix(unstable, token_row)},
+            "all zeros": {"permuted_tokens": fill(e_rows, 0)}}
 
 
 def bugs_unpermute_grad(t, m):
@@ -199,7 +210,9 @@ def bugs_unpermute_grad(t, m):
             "probs-ignored": {"permuted_tokens_grad": ignored},
             "everywhere (permuted_tokens_grad)": {"permuted_tokens_grad": flip_all(e_grad)},
             "acc-in-output-dtype (probs_grad)": {"probs_grad": acc},
-            "everywhere (probs_grad)": {"probs_grad": flip_all(e_pg)}}
+            "everywhere (probs_grad)": {"probs_grad": flip_all(e_pg)},
+            "all NaN (probs_grad)": {"probs_grad": fill(e_pg, 0x7fc0 if e_pg.dtype.itemsize == 2
+                                                      else 0x7fc00000)}}
 
 
 OPS = [("permute-grad", bugs_permute_grad), ("unpermute", bugs_unpermute),
@@ -212,7 +225,8 @@ for op, make in OPS:
         continue
     path, manifest, tensors = make_case(op)
     for bug, outputs in make(tensors, manifest).items():
-        outdir = os.path.join(args.workdir, "outputs", op, bug.replace(" ", "_"))
+        outdir = os.path.join(args.workdir, "outputs", op,
+                              bug.replace(" ", "_").replace("(", "").replace(")", ""))
         os.makedirs(outdir, exist_ok=True)
         for name in os.listdir(outdir):
             os.remove(os.path.join(outdir, name))

@@ -180,10 +180,16 @@ static int shape_block_shift(const golden_diag_data *d, golden_diag_candidates *
             continue;
         listed[r] = true;
         hashes[r] = hash_row(d, d->expected, r);
+        /* A row equal to one in the table already is found through it (or
+         * as the continuing shift, below): it stays out, so that many equal
+         * rows never make one long chain. */
         uint64_t s = hashes[r] & (slots - 1);
-        while (table[s] >= 0)
-            s = (s + 1) & (slots - 1);
-        table[s] = r;
+        bool known = false;
+        for (; table[s] >= 0 && !known; s = (s + 1) & (slots - 1))
+            known = hashes[table[s]] == hashes[r] &&
+                    rows_equal(d, d->expected, r, d->expected, table[s]);
+        if (!known)
+            table[s] = r;
     }
     golden_diag_tally t = {0, 0};
     int64_t offset = 0;
