@@ -37,6 +37,10 @@ static void usage(FILE *to)
             "  --outputs OUTDIR  judge files instead of running a backend: the outputs of\n"
             "                    DIR/CASE are OUTDIR/CASE/<output>.bin or .npy; a missing\n"
             "                    file fails the case (MISSING)\n"
+            "  --op OP           judge only the cases of operator OP (MoeTokenPermuteGrad,\n"
+            "                    MoeTokenPermute, MoeTokenUnpermute, MoeTokenUnpermuteGrad,\n"
+            "                    or permute-grad, permute, unpermute, unpermute-grad); may\n"
+            "                    be repeated; the summary counts the cases left out\n"
             "  --shard I/N       judge only shard I of N (1 <= I <= N <= 65536): the\n"
             "                    cases whose path below DIR hashes (FNV-1a 64) to I-1\n"
             "                    modulo N\n"
@@ -96,7 +100,7 @@ static int tally(summary *s, const char *case_dir, enum outcome o)
     return 0;
 }
 
-static void print_summary(const summary *s, FILE *to)
+static void print_summary(const summary *s, uint64_t left_out, FILE *to)
 {
     size_t width = 5;
     unsigned total[OUTCOMES] = {0};
@@ -117,6 +121,9 @@ static void print_summary(const summary *s, FILE *to)
         for (int o = 0; i < s->count && o < OUTCOMES; o++)
             total[o] += c[o];
     }
+    if (left_out)
+        fprintf(to, "left out: %llu case%s of other operators (--op)\n",
+                (unsigned long long)left_out, left_out == 1 ? "" : "s");
 }
 
 /* Where a case's outputs come from: a backend, or files a harness wrote
@@ -199,9 +206,11 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
      * even when the outputs come from files. */
     if (moeperm_golden_case_read(dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, err_len) != 0) {
         if ((json && (moeperm_golden_json_report_add_case(json, dir, NULL) != 0 ||
-                      moeperm_golden_json_report_set_error(json, err) != 0)) ||
+                      moeperm_golden_json_report_set_failure(
+                          json, MOEPERM_GOLDEN_FAILURE_BAD_INPUT, err) != 0)) ||
             (html && (moeperm_golden_html_report_add_case(html, dir, NULL) != 0 ||
-                      moeperm_golden_html_report_set_error(html, err) != 0)))
+                      moeperm_golden_html_report_set_failure(
+                          html, MOEPERM_GOLDEN_FAILURE_BAD_INPUT, err) != 0)))
             return BACKEND_FAILED;
         return BAD_INPUT;
     }
@@ -257,9 +266,13 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
             moeperm_golden_html_report_add_judgement(html, &c, outputs.data, options, j) != 0)
             o = BACKEND_FAILED;
         moeperm_golden_judgement_free(j);
-    } else if ((json && moeperm_golden_json_report_set_error(json, err) != 0) ||
-               (html && moeperm_golden_html_report_set_error(html, err) != 0)) {
-        o = BACKEND_FAILED;
+    } else {
+        moeperm_golden_failure why = o == MISSING     ? MOEPERM_GOLDEN_FAILURE_MISSING
+                                     : o == BAD_INPUT ? MOEPERM_GOLDEN_FAILURE_BAD_INPUT
+                                                      : MOEPERM_GOLDEN_FAILURE_BACKEND;
+        if ((json && moeperm_golden_json_report_set_failure(json, why, err) != 0) ||
+            (html && moeperm_golden_html_report_set_failure(html, why, err) != 0))
+            o = BACKEND_FAILED;
     }
     case_outputs_free(&outputs);
     moeperm_golden_case_free(&c);
@@ -324,6 +337,7 @@ int cmd_check(int argc, char **argv)
         {"html", required_argument, NULL, 'H'},
         {"max-ulp", required_argument, NULL, 'u'},
         {"shard", required_argument, NULL, 'S'},
+        {"op", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -331,6 +345,7 @@ int cmd_check(int argc, char **argv)
     const char *outputs_root = NULL, *json_path = NULL, *html_path = NULL;
     moeperm_golden_judge_options judging = {false, 0, true};
     uint64_t shard = 1, shards = 1;
+    bool want_op[MOEPERM_OP_UNPERMUTE_GRAD + 1] = {false}, some_op = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
@@ -369,6 +384,17 @@ int cmd_check(int argc, char **argv)
                 return EXIT_BAD_INPUT;
             }
             break;
+        case 'O': {
+            moeperm_op op = moeperm_golden_op_parse(optarg);
+            if (op == 0) {
+                fprintf(stderr, "moeperm check: --op is \"%s\", expected MoeTokenPermuteGrad, "
+                                "MoeTokenPermute, MoeTokenUnpermute, MoeTokenUnpermuteGrad or "
+                                "permute-grad, permute, unpermute, unpermute-grad\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
+            want_op[op] = some_op = true;
+            break;
+        }
         case 'h':
             usage(stdout);
             return EXIT_OK;
@@ -405,6 +431,7 @@ int cmd_check(int argc, char **argv)
     /* rel[i]: where all[i] lies below the DIR it was found in (an offset
      * into all[i]), the path --outputs mirrors and --shard hashes */
     size_t *rel = NULL;
+    uint64_t left_out = 0; /* cases of operators --op did not name */
     for (int i = optind; i < argc; i++) {
         char **dirs;
         size_t count;
@@ -475,6 +502,21 @@ int cmd_check(int argc, char **argv)
                 free(dirs[j]);
                 continue;
             }
+            /* --op: the manifest says the operator; a case that cannot be
+             * read stays, to be reported as the bad case it is */
+            moeperm_golden_case m;
+            char why[256];
+            if (some_op &&
+                moeperm_golden_case_read(dirs[j], MOEPERM_GOLDEN_LOAD_NONE, &m, why, sizeof why) ==
+                    0) {
+                bool wanted = m.op > 0 && m.op <= MOEPERM_OP_UNPERMUTE_GRAD && want_op[m.op];
+                moeperm_golden_case_free(&m);
+                if (!wanted) {
+                    left_out++;
+                    free(dirs[j]);
+                    continue;
+                }
+            }
             all[total + kept] = dirs[j];
             rel[total + kept] = at;
             kept++;
@@ -536,7 +578,9 @@ int cmd_check(int argc, char **argv)
     }
     if (b)
         ops->close(b);
-    print_summary(&sum, text);
+    print_summary(&sum, left_out, text);
+    if (json)
+        moeperm_golden_json_report_note_left_out(json, left_out);
     if (json && moeperm_golden_json_report_write_path(json, json_path, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm check: cannot write the JSON report: %s\n", err);
         rc = EXIT_BAD_INPUT;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -31,7 +32,8 @@ static void usage(FILE *to)
                 "                 statistics (one self-contained file)\n"
                 "  --strict-nan   NaNs must match bit for bit too (default: any NaN\n"
                 "                 equals any NaN)\n"
-                "exit status: 0 same (or within --max-ulp), 1 different, 2 bad input\n");
+                "exit status: 0 same (or within --max-ulp), 1 different or an output file\n"
+                "missing, 2 bad input\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -108,6 +110,7 @@ int cmd_compare(int argc, char **argv)
     case_outputs actual;
     memset(&actual, 0, sizeof actual);
     int rc = EXIT_OK;
+    moeperm_golden_failure failure = MOEPERM_GOLDEN_FAILURE_BACKEND;
     bool dir = case_output_count(&c) > 1;
     for (size_t i = 0; i < c.tensor_count && rc == EXIT_OK; i++) {
         const moeperm_golden_tensor *t = &c.tensors[i];
@@ -118,9 +121,18 @@ int cmd_compare(int argc, char **argv)
         if (!file) {
             fprintf(stderr, "moeperm compare: out of memory\n");
             rc = EXIT_BACKEND;
+        } else if (access(file, F_OK) != 0) {
+            /* an output the harness did not write fails the case, as in
+             * moeperm check: a mismatch, not bad input */
+            snprintf(err, sizeof err, "no output file %s: the harness wrote no %s", file,
+                     t->name);
+            fprintf(stderr, "moeperm compare: %s\n", err);
+            failure = MOEPERM_GOLDEN_FAILURE_MISSING;
+            rc = EXIT_MISMATCH;
         } else if (moeperm_golden_tensor_read_file(file, t, &actual.data[actual.count], err,
                                            sizeof err) != 0) {
             fprintf(stderr, "moeperm compare: %s\n", err);
+            failure = MOEPERM_GOLDEN_FAILURE_BAD_INPUT;
             rc = EXIT_BAD_INPUT;
         }
         actual.count++;
@@ -155,7 +167,7 @@ int cmd_compare(int argc, char **argv)
         if (ok && j)
             ok = moeperm_golden_json_report_add_judgement(report, j) == 0;
         else if (ok)
-            ok = moeperm_golden_json_report_set_error(report, err) == 0;
+            ok = moeperm_golden_json_report_set_failure(report, failure, err) == 0;
         if (!ok || moeperm_golden_json_report_write_path(report, json_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm compare: cannot write the JSON report: %s\n",
                     ok ? err : "out of memory");
@@ -169,7 +181,7 @@ int cmd_compare(int argc, char **argv)
         if (ok && j)
             ok = moeperm_golden_html_report_add_judgement(page, &c, actual.data, &judging, j) == 0;
         else if (ok)
-            ok = moeperm_golden_html_report_set_error(page, err) == 0;
+            ok = moeperm_golden_html_report_set_failure(page, failure, err) == 0;
         if (!ok || moeperm_golden_html_report_write_path(page, html_path, err, sizeof err) != 0) {
             fprintf(stderr, "moeperm compare: cannot write the HTML report: %s\n",
                     ok ? err : "out of memory");

@@ -662,17 +662,32 @@ char *moeperm_golden_judgement_summary(const moeperm_golden_judgement *j);
  * written as one JSON document.  moeperm_golden_json_report_add_case() opens the
  * next case (case_path as the tool names it, op NULL when unknown);
  * moeperm_golden_json_report_add_judgement() records its outputs;
- * moeperm_golden_json_report_set_error() marks it an error, with the sentence that
- * says why.  _write_path() writes the document atomically to path, or to
- * standard output when path is "-".  Functions returning int return 0, or
- * -1 (with a sentence in err where there is one).  Not thread safe: one
- * collector per thread.
+ * moeperm_golden_json_report_set_failure() says why it could not be judged,
+ * with the sentence that says why: an output that was not written (verdict
+ * "missing"), a bad case or output file, or a backend that failed (verdict
+ * "error", with its kind); moeperm_golden_json_report_set_error() is
+ * _set_failure() of a backend failure.  _note_left_out() counts cases a
+ * selection left out (moeperm check --op).  _write_path() writes the
+ * document atomically to path, or to standard output when path is "-".
+ * Functions returning int return 0, or -1 (with a sentence in err where
+ * there is one).  Not thread safe: one collector per thread.
  */
 typedef struct moeperm_golden_json_report moeperm_golden_json_report;
+
+/* Why a case was not judged, as moeperm check counts it. */
+typedef enum moeperm_golden_failure {
+    MOEPERM_GOLDEN_FAILURE_BACKEND,   /* "error", error_kind "backend-failure" */
+    MOEPERM_GOLDEN_FAILURE_BAD_INPUT, /* "error", error_kind "bad-input" */
+    MOEPERM_GOLDEN_FAILURE_MISSING    /* "missing": an output was not written */
+} moeperm_golden_failure;
+
 moeperm_golden_json_report *moeperm_golden_json_report_new(void);
 int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const char *case_path, const char *op);
 int moeperm_golden_json_report_add_judgement(moeperm_golden_json_report *r, const moeperm_golden_judgement *j);
+int moeperm_golden_json_report_set_failure(moeperm_golden_json_report *r, moeperm_golden_failure why,
+                                           const char *sentence);
 int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence);
+void moeperm_golden_json_report_note_left_out(moeperm_golden_json_report *r, uint64_t cases);
 int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, const char *path, char *err,
                                   size_t err_len);
 void moeperm_golden_json_report_free(moeperm_golden_json_report *r);
@@ -708,8 +723,10 @@ bool moeperm_golden_judgement_output_stats(const moeperm_golden_judgement *j, si
  * pass over the outputs that differ (none over those that do not), with
  * memory that does not grow with the tensors: the collector keeps text
  * only, and c and actual may be freed once the call returns.
- * _set_error() marks the open case an error, with the sentence that says
- * why.  _write_path() writes the page to path atomically
+ * _set_failure() marks the open case as one that could not be judged, with
+ * the sentence that says why (verdict "missing" for an output that was not
+ * written, else "error", as in the JSON report); _set_error() is
+ * _set_failure() of a backend failure.  _write_path() writes the page to path atomically
  * (moeperm_golden_write_file_atomic()).  Case paths, names and sentences
  * may hold any bytes: the page escapes them and shows each byte of an
  * invalid UTF-8 sequence as the text "\xHH".  Functions returning int
@@ -724,6 +741,8 @@ int moeperm_golden_html_report_add_judgement(moeperm_golden_html_report *r,
                                              const moeperm_golden_case *c, void *const *actual,
                                              const moeperm_golden_judge_options *options,
                                              const moeperm_golden_judgement *j);
+int moeperm_golden_html_report_set_failure(moeperm_golden_html_report *r,
+                                           moeperm_golden_failure why, const char *sentence);
 int moeperm_golden_html_report_set_error(moeperm_golden_html_report *r, const char *sentence);
 int moeperm_golden_html_report_write_path(const moeperm_golden_html_report *r, const char *path,
                                           char *err, size_t err_len);

@@ -221,6 +221,21 @@ static void test_document_parses_back_with_every_key_and_counts(void **state)
     moeperm_golden_compare_free(&close_r);
 }
 
+/* The document j writes to a stream, parsed back strictly. */
+static json_object *written(const moeperm_golden_json_report *j)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    char err[256];
+    assert_int_equal(golden_json_report_write(j, f, err, sizeof err), 0);
+    rewind(f);
+    static char buf[1 << 16];
+    memset(buf, 0, sizeof buf);
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    return parse_strict(buf);
+}
+
 static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
 {
     (void)state;
@@ -234,15 +249,7 @@ static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
     assert_int_equal(moeperm_golden_json_report_add_case(j, "c", "op"), 0);
     golden_json_output o = {"y", MOEPERM_FLOAT, &r, moeperm_golden_compare_verdict(&r, 0), NULL, &s};
     assert_int_equal(golden_json_report_add_output(j, &o), 0);
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    char err[256];
-    assert_int_equal(golden_json_report_write(j, f, err, sizeof err), 0);
-    rewind(f);
-    char buf[1 << 16] = {0};
-    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
-    fclose(f);
-    json_object *doc = parse_strict(buf);
+    json_object *doc = written(j);
     json_object *y = key(key(json_object_array_get_idx(key(doc, "cases"), 0), "outputs"), "y");
     assert_string_equal(string_at(y, "verdict"), "different");
     json_object *f0 = json_object_array_get_idx(key(y, "first"), 0);
@@ -260,11 +267,73 @@ static void test_unrepresentable_numbers_are_null_and_streams_work(void **state)
     moeperm_golden_json_report_free(j);
 }
 
+/* A missing output, a bad case and a backend failure each counted under
+ * moeperm check's table's words, per suite too; int32 bits with 8 hex
+ * digits, as the text report writes them. */
+static void test_failures_suites_and_int32_bits(void **state)
+{
+    (void)state;
+    int32_t e[2] = {22, 7}, a[2] = {23, 7};
+    moeperm_golden_compare_result r;
+    assert_int_equal(moeperm_golden_compare(MOEPERM_INT32, 2, 1, e, a, false, &r), 0);
+    moeperm_golden_json_report *j = moeperm_golden_json_report_new();
+    assert_non_null(j);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "a/one", "MoeTokenPermute"), 0);
+    golden_json_output o = {"sorted_indices", MOEPERM_INT32, &r,
+                            moeperm_golden_compare_verdict(&r, 0), NULL, NULL};
+    assert_int_equal(golden_json_report_add_output(j, &o), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "a/two", "MoeTokenPermute"), 0);
+    assert_int_equal(moeperm_golden_json_report_set_failure(j, MOEPERM_GOLDEN_FAILURE_MISSING,
+                                                            "no output file x"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "b/three", NULL), 0);
+    assert_int_equal(moeperm_golden_json_report_set_failure(j, MOEPERM_GOLDEN_FAILURE_BAD_INPUT,
+                                                            "bad case"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "b/four", "MoeTokenPermute"), 0);
+    assert_int_equal(moeperm_golden_json_report_set_error(j, "backend"), 0);
+    moeperm_golden_json_report_note_left_out(j, 5);
+    json_object *doc = written(j);
+    json_object *cases = key(doc, "cases");
+    json_object *f0 = json_object_array_get_idx(
+        key(key(key(json_object_array_get_idx(cases, 0), "outputs"), "sorted_indices"), "first"),
+        0);
+    assert_string_equal(string_at(f0, "expected"), "0x00000016");
+    assert_string_equal(string_at(f0, "actual"), "0x00000017");
+    static const char *const verdicts[] = {"different", "missing", "error", "error"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(string_at(json_object_array_get_idx(cases, i), "verdict"),
+                            verdicts[i]);
+    assert_string_equal(string_at(json_object_array_get_idx(cases, 2), "error_kind"),
+                        "bad-input");
+    assert_string_equal(string_at(json_object_array_get_idx(cases, 3), "error_kind"),
+                        "backend-failure");
+    json_object *summary = key(doc, "summary");
+    assert_int_equal(int_at(summary, "cases"), 4);
+    assert_int_equal(int_at(summary, "different"), 1);
+    assert_int_equal(int_at(summary, "missing"), 1);
+    assert_int_equal(int_at(summary, "bad_input"), 1);
+    assert_int_equal(int_at(summary, "backend_failure"), 1);
+    assert_int_equal(int_at(summary, "error"), 2);
+    assert_int_equal(int_at(summary, "left_out"), 5);
+    json_object *suites = key(summary, "suites");
+    assert_int_equal(json_object_array_length(suites), 2);
+    json_object *s0 = json_object_array_get_idx(suites, 0), *s1 = json_object_array_get_idx(suites, 1);
+    assert_string_equal(string_at(s0, "suite"), "a");
+    assert_int_equal(int_at(s0, "cases"), 2);
+    assert_int_equal(int_at(s0, "missing"), 1);
+    assert_string_equal(string_at(s1, "suite"), "b");
+    assert_int_equal(int_at(s1, "bad_input"), 1);
+    assert_int_equal(int_at(s1, "backend_failure"), 1);
+    json_object_put(doc);
+    moeperm_golden_json_report_free(j);
+    moeperm_golden_compare_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_document_parses_back_with_every_key_and_counts),
         cmocka_unit_test(test_unrepresentable_numbers_are_null_and_streams_work),
+        cmocka_unit_test(test_failures_suites_and_int32_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

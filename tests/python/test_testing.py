@@ -253,3 +253,78 @@ def test_golden_corpus_spreads_over_xdist_workers_each_case_run_once(tmp_path):
     assert ids == corpus
     assert {worker for worker, _ in runs} == {"gw0", "gw1"}
     assert "%d passed" % len(corpus) in r.stdout
+
+
+def test_max_ulp_accepts_a_case_within_it_and_not_beyond():
+    case = golden.Case.generate(tokens_num=6, top_k=2, hidden_size=9, dtype="bf16")
+    near = case.expected["input_grad"].copy()
+    near[1, 2] += 1 if near[1, 2] & 0x7f80 != 0x7f80 else 0
+    with pytest.raises(AssertionError, match="MISMATCH"):
+        assert_bits_equal(case, near)
+    assert assert_bits_equal(case, near, max_ulp=1).verdict == "within-tolerance"
+    far = near.copy()
+    far[1, 3] ^= 0x0040
+    with pytest.raises(AssertionError, match="MISMATCH"):
+        assert_bits_equal(case, far, max_ulp=1)
+    with pytest.raises(TypeError, match="golden case"):
+        assert_bits_equal(near, near, max_ulp=1)
+
+
+def _probs_grad_in_column_order(case):
+    """probs_grad summed one column at a time in float32: another order of
+    the same products, which the judge calls "order"."""
+    x = case.inputs["permuted_tokens"].astype(np.float32)
+    g = case.inputs["unpermuted_tokens_grad"].astype(np.float32)
+    idx = case.inputs["sorted_indices"]
+    k = case.expected["probs_grad"].shape[1]
+    out = np.zeros(case.expected["probs_grad"].shape, np.float32)
+    for i, s in enumerate(idx):
+        acc = np.float32(0)
+        for h in range(x.shape[1]):
+            acc = np.float32(acc + np.float32(x[s, h] * g[i // k, h]))
+        out[i // k, i % k] = acc
+    return out
+
+
+def test_allow_order_accepts_probs_grad_summed_in_another_order_only():
+    case = golden.Case.generate(op="unpermute-grad", tokens_num=8, top_k=4, hidden_size=300,
+                                dtype="float32")
+    grad = case.expected["permuted_tokens_grad"]
+    reordered = _probs_grad_in_column_order(case)
+    outputs = {"permuted_tokens_grad": grad, "probs_grad": reordered}
+    report = golden.compare(case, outputs)
+    assert report.outputs["probs_grad"].diagnosis[0] == "order", str(report)
+    with pytest.raises(AssertionError, match="order"):
+        assert_bits_equal(case, outputs)
+    assert assert_bits_equal(case, outputs, allow_order=True).verdict == "different"
+    wrong = reordered * np.float32(2)
+    with pytest.raises(AssertionError, match="wrong"):
+        assert_bits_equal(case, {"permuted_tokens_grad": grad, "probs_grad": wrong},
+                          allow_order=True)
+    broken = grad.copy()
+    broken[0, 0] = -broken[0, 0]
+    with pytest.raises(AssertionError, match="permuted_tokens_grad"):
+        assert_bits_equal(case, {"permuted_tokens_grad": broken, "probs_grad": reordered},
+                          allow_order=True)
+
+
+HIDDEN_FRAMES_TEST = '''
+import numpy as np
+from moeperm import golden
+from moeperm.testing import assert_bits_equal
+
+def test_wrong():
+    case = golden.Case.generate(tokens_num=4, top_k=2, hidden_size=3, dtype="bf16")
+    out = case.expected["input_grad"].copy()
+    out[0, 0] ^= 1
+    assert_bits_equal(case, out)
+'''
+
+
+def test_a_failure_shows_the_report_not_the_helpers_source(tmp_path):
+    r = run_pytest(tmp_path, HIDDEN_FRAMES_TEST)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "MISMATCH" in r.stdout and "diagnosis:" in r.stdout
+    assert "assert_bits_equal(case, out)" in r.stdout
+    assert "__tracebackhide__" not in r.stdout
+    assert "golden.compare(expected, actual" not in r.stdout

@@ -7,6 +7,7 @@
 #include <moeperm/golden.h>
 
 #include "golden/common/text.h"
+#include "golden/judge/bits.h"
 #include "golden/judge/where.h"
 
 #include <inttypes.h>
@@ -17,7 +18,7 @@
 /* Outputs are floats of 2 or 4 bytes, int32 indices or int8 tokens. */
 static uint32_t load_bits(moeperm_dtype dtype, const void *data, uint64_t i)
 {
-    switch (moeperm_dtype_size(dtype)) {
+    switch (golden_bits_size(dtype)) {
     case 4: {
         uint32_t v;
         memcpy(&v, (const uint8_t *)data + 4 * i, 4);

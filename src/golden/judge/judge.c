@@ -13,8 +13,10 @@
 
 #include <moeperm/golden.h>
 
+#include "golden/case/ops.h"
 #include "golden/case/recipe.h"
 #include "golden/judge/diagnose/diagnose.h"
+#include "golden/judge/judge.h"
 #include "golden/judge/order.h"
 #include "golden/judge/report_json.h"
 #include "golden/judge/stats.h"
@@ -100,23 +102,36 @@ static golden_diag_tensor diag_tensor(const moeperm_golden_tensor *t)
     return d;
 }
 
-static int diagnose(const moeperm_golden_case *c, const void *actual, bool strict_nan,
-                    output_judgement *o, char *err, size_t err_len)
+int golden_judge_diagnose(const moeperm_golden_case *c, const moeperm_golden_tensor *output,
+                          const void *actual, bool strict_nan, golden_diagnosis *d, char *err,
+                          size_t err_len)
 {
     golden_diag_tensor inputs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t n = 0;
     for (size_t i = 0; i < c->tensor_count; i++)
         if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_INPUT && c->tensors[i].data)
             inputs[n++] = diag_tensor(&c->tensors[i]);
-    golden_diag_attr attrs[2] = {{"top_k", c->attrs.top_k},
-                                 {"num_out_tokens", c->attrs.num_out_tokens}};
-    golden_diag_problem p = {moeperm_op_name(c->op), inputs, n, attrs, 2};
-    golden_diag_tensor expected = diag_tensor(o->expected);
-    if (golden_diagnose(&p, &expected, actual, strict_nan, &o->diagnosis, err, err_len) != 0)
+    moeperm_chip chip = golden_chip_of(&c->attrs);
+    golden_diag_attr attrs[4] = {{"top_k", c->attrs.top_k},
+                                 {"num_out_tokens", c->attrs.num_out_tokens},
+                                 {"ub_bytes", chip.ub_bytes},
+                                 {"vector_cores", chip.vector_cores}};
+    golden_diag_problem p = {moeperm_op_name(c->op), inputs, n, attrs, 4};
+    golden_diag_tensor expected = diag_tensor(output);
+    if (golden_diagnose(&p, &expected, actual, strict_nan, d, err, err_len) != 0)
+        return -1;
+    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && strcmp(output->name, "probs_grad") == 0)
+        golden_judge_order(c, output, actual, d);
+    return 0;
+}
+
+static int diagnose(const moeperm_golden_case *c, const void *actual, bool strict_nan,
+                    output_judgement *o, char *err, size_t err_len)
+{
+    if (golden_judge_diagnose(c, o->expected, actual, strict_nan, &o->diagnosis, err, err_len) !=
+        0)
         return -1;
     o->diagnosed = true;
-    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && strcmp(o->expected->name, "probs_grad") == 0)
-        golden_judge_order(c, o->expected, actual, &o->diagnosis);
     return 0;
 }
 

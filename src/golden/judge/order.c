@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The value of element i of a float tensor, widened (exactly) to double. */
@@ -60,7 +61,16 @@ bool golden_judge_order(const moeperm_golden_case *c, const moeperm_golden_tenso
     const double *ex = exact->data;
     const int32_t *si = idx->data;
     uint64_t order = 0, wrong = 0, worst_ulp = 0;
-    for (int64_t t = 0; t < n; t++)
+    /* a token's g and a slot's row, widened once */
+    float *gw = malloc((size_t)h * sizeof *gw + 1), *xw = malloc((size_t)h * sizeof *xw + 1);
+    if (!gw || !xw) {
+        free(gw);
+        free(xw);
+        return false;
+    }
+    size_t es = moeperm_dtype_size(x->dtype);
+    for (int64_t t = 0; t < n; t++) {
+        bool widened = false;
         for (int64_t s = 0; s < k; s++) {
             uint64_t i = (uint64_t)(t * k + s);
             double got = value_at(pg->dtype, actual, i);
@@ -69,12 +79,18 @@ bool golden_judge_order(const moeperm_golden_case *c, const moeperm_golden_tenso
                 continue;
             double abs_sum = 0;
             int32_t row = si[i];
-            if (row >= 0 && row < rows)
+            if (row >= 0 && row < rows) {
+                if (!widened)
+                    moeperm_convert((const uint8_t *)g->data + (size_t)t * (size_t)h * es,
+                                    g->dtype, gw, MOEPERM_FLOAT, (size_t)h);
+                widened = true;
+                moeperm_convert((const uint8_t *)x->data + (size_t)row * (size_t)h * es,
+                                x->dtype, xw, MOEPERM_FLOAT, (size_t)h);
                 for (int64_t col = 0; col < h; col++) {
-                    float product = (float)value_at(x->dtype, x->data, (uint64_t)(row * h + col)) *
-                                    (float)value_at(g->dtype, g->data, (uint64_t)(t * h + col));
+                    float product = xw[col] * gw[col];
                     abs_sum += fabs((double)product);
                 }
+            }
             double bound = (double)(h + 1) * ldexp(abs_sum, -24) + 0.5 * ulp_at(pg->dtype, ex[i]);
             double distance = fabs(got - ex[i]);
             if (isfinite(distance) && distance <= bound) {
@@ -85,12 +101,20 @@ bool golden_judge_order(const moeperm_golden_case *c, const moeperm_golden_tenso
                 wrong++;
             }
         }
+    }
+    free(gw);
+    free(xw);
     if (order + wrong == 0 || d->count >= GOLDEN_DIAG_MAX_FINDINGS)
         return false;
-    /* This finding leads: it is the question the case asks. */
-    memmove(&d->finding[1], &d->finding[0], d->count * sizeof d->finding[0]);
+    /* This finding leads: it is the question the case asks; but "wrong"
+     * comes after a model that reproduces the output exactly, which says
+     * how it is wrong. */
+    size_t at = 0;
+    while (wrong > 0 && at < d->count && d->finding[at].exact)
+        at++;
+    memmove(&d->finding[at + 1], &d->finding[at], (d->count - at) * sizeof d->finding[0]);
     d->count++;
-    golden_finding *f = &d->finding[0];
+    golden_finding *f = &d->finding[at];
     memset(f, 0, sizeof *f);
     if (wrong == 0) {
         snprintf(f->id, sizeof f->id, "order");

@@ -49,8 +49,9 @@ static const char *const level_colour[LEVELS] = {"#fed976", "#feb24c", "#fd8d3c"
 static const char *const level_label[LEVELS] = {"up to 1%",  "up to 10%", "up to 25%",
                                                 "up to 50%", "over 50%",  "all"};
 
-enum { VERDICT_NONE = -1, VERDICT_ERROR = 3 };
-static const char *const verdict_names[] = {"same", "within-tolerance", "different", "error"};
+enum { VERDICT_NONE = -1, VERDICT_ERROR = 3, VERDICT_MISSING = 4 };
+static const char *const verdict_names[] = {"same", "within-tolerance", "different", "error",
+                                            "missing"};
 
 /* One output's entry in the verdict table. */
 typedef struct html_output {
@@ -61,7 +62,7 @@ typedef struct html_output {
 
 typedef struct html_case {
     char *path, *op, *error;
-    int worst; /* VERDICT_NONE, a moeperm_golden_verdict, or VERDICT_ERROR */
+    int worst; /* VERDICT_NONE, a moeperm_golden_verdict, VERDICT_ERROR or _MISSING */
     size_t outputs;
     html_output out[MOEPERM_GOLDEN_MAX_TENSORS];
     bool has_section;
@@ -856,7 +857,8 @@ int moeperm_golden_html_report_add_case(moeperm_golden_html_report *r, const cha
     return 0;
 }
 
-int moeperm_golden_html_report_set_error(moeperm_golden_html_report *r, const char *sentence)
+int moeperm_golden_html_report_set_failure(moeperm_golden_html_report *r,
+                                           moeperm_golden_failure why, const char *sentence)
 {
     if (r->count == 0)
         return -1;
@@ -866,8 +868,13 @@ int moeperm_golden_html_report_set_error(moeperm_golden_html_report *r, const ch
         return -1;
     free(hc->error);
     hc->error = error;
-    hc->worst = VERDICT_ERROR;
+    hc->worst = why == MOEPERM_GOLDEN_FAILURE_MISSING ? VERDICT_MISSING : VERDICT_ERROR;
     return 0;
+}
+
+int moeperm_golden_html_report_set_error(moeperm_golden_html_report *r, const char *sentence)
+{
+    return moeperm_golden_html_report_set_failure(r, MOEPERM_GOLDEN_FAILURE_BACKEND, sentence);
 }
 
 int moeperm_golden_html_report_add_judgement(moeperm_golden_html_report *r,
@@ -917,7 +924,7 @@ int moeperm_golden_html_report_add_judgement(moeperm_golden_html_report *r,
         o->nan_mismatch = cr->nan_mismatch;
     }
     hc->outputs = n;
-    if (hc->worst != VERDICT_ERROR)
+    if (hc->worst < VERDICT_ERROR)
         hc->worst = (int)moeperm_golden_judgement_verdict(j);
     if (!differs)
         return 0;
@@ -969,7 +976,8 @@ static const char style[] =
     ".badge{display:inline-block;border-radius:9px;padding:0 8px;font-size:12px;font-weight:600;"
     "color:#fff;background:#6b7280}\n"
     ".badge.same{background:#2f855a}.badge.within-tolerance{background:#b7791f}"
-    ".badge.different{background:#c53030}.badge.error{background:#553c9a}\n"
+    ".badge.different{background:#c53030}.badge.error{background:#553c9a}"
+    ".badge.missing{background:#975a16}\n"
     ".error-text{color:#553c9a}\n"
     "section.case{background:#fff;border:1px solid var(--line);border-radius:8px;"
     "padding:16px 20px;margin:24px 0;box-shadow:0 1px 2px rgba(0,0,0,.04)}\n"
@@ -1031,7 +1039,7 @@ static int write_page(const moeperm_golden_html_report *r, char **text, size_t *
     FILE *f = open_memstream(text, len);
     if (!f)
         return -1;
-    uint64_t n[4] = {0, 0, 0, 0};
+    uint64_t n[5] = {0, 0, 0, 0, 0};
     for (size_t i = 0; i < r->count; i++)
         n[r->cases[i].worst < 0 ? 0 : r->cases[i].worst]++;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -1044,8 +1052,10 @@ static int write_page(const moeperm_golden_html_report *r, char **text, size_t *
             r->count, r->count == 1 ? "" : "s", style);
     esc(f, r->title);
     fprintf(f, "</h1>\n<p class=\"sub\">%zu case%s: %" PRIu64 " same, %" PRIu64
-               " within tolerance, %" PRIu64 " different, %" PRIu64 " error%s &#183; moeperm ",
-            r->count, r->count == 1 ? "" : "s", n[0], n[1], n[2], n[3], n[3] == 1 ? "" : "s");
+               " within tolerance, %" PRIu64 " different, %" PRIu64 " missing, %" PRIu64
+               " error%s &#183; moeperm ",
+            r->count, r->count == 1 ? "" : "s", n[0], n[1], n[2], n[4], n[3],
+            n[3] == 1 ? "" : "s");
     esc(f, moeperm_version());
     fputs("</p>\n<input type=\"checkbox\" id=\"only-differing\"> <label for=\"only-differing\">"
           "hide the cases that are the same</label>\n"

@@ -18,16 +18,21 @@
 typedef struct case_state {
     json_object *obj;     /* the case's object, owned by the cases array */
     json_object *outputs; /* its "outputs" object */
-    int worst;            /* -1 nothing yet, else a moeperm_golden_verdict; 3 is error */
+    char *suite;          /* the directory holding the case */
+    /* -1 nothing yet, else a moeperm_golden_verdict, or VERDICT_ERROR or
+     * VERDICT_MISSING */
+    int worst;
+    moeperm_golden_failure failure; /* why, for VERDICT_ERROR */
 } case_state;
 
 struct moeperm_golden_json_report {
     json_object *cases; /* array */
     case_state *state;
     size_t count, capacity;
+    uint64_t left_out;
 };
 
-enum { VERDICT_ERROR = 3 };
+enum { VERDICT_ERROR = 3, VERDICT_MISSING = 4 };
 
 /* Valid UTF-8 as is; each byte of an invalid sequence as the text "\xHH". */
 static json_object *text(const char *s)
@@ -67,10 +72,12 @@ static json_object *count(uint64_t v)
     return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* Two hex digits per byte of the dtype, as the text and HTML reports
+ * write them: 0x3f80 for bf16, 0x00000016 for int32, 0x7f for int8. */
 static json_object *hex(moeperm_dtype dtype, uint32_t bits)
 {
     char buf[16];
-    snprintf(buf, sizeof buf, "0x%0*" PRIx32, dtype == MOEPERM_FLOAT ? 8 : 4, bits);
+    snprintf(buf, sizeof buf, "0x%0*" PRIx32, 2 * (int)moeperm_dtype_size(dtype), bits);
     return json_object_new_string(buf);
 }
 
@@ -131,18 +138,26 @@ int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const cha
     append(r->cases, c, &ok);
     if (!ok)
         return -1;
-    r->state[r->count++] = (case_state){c, outputs, -1};
+    /* its suite, as moeperm check's table groups cases: the directory
+     * holding it */
+    const char *slash = strrchr(case_path, '/');
+    char *suite = slash ? strndup(case_path, (size_t)(slash - case_path)) : strdup(".");
+    if (!suite)
+        return -1;
+    r->state[r->count++] = (case_state){c, outputs, suite, -1, MOEPERM_GOLDEN_FAILURE_BACKEND};
     return 0;
 }
 
 static void set_verdict(case_state *s)
 {
-    static const char *const names[] = {"same", "within-tolerance", "different", "error"};
+    static const char *const names[] = {"same", "within-tolerance", "different", "error",
+                                        "missing"};
     json_object_object_add(s->obj, "verdict",
                            json_object_new_string(names[s->worst < 0 ? 0 : s->worst]));
 }
 
-int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence)
+int moeperm_golden_json_report_set_failure(moeperm_golden_json_report *r, moeperm_golden_failure why,
+                                           const char *sentence)
 {
     if (r->count == 0)
         return -1;
@@ -150,9 +165,26 @@ int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const ch
     json_object *msg = text(sentence ? sentence : "");
     if (!msg || json_object_object_add(s->obj, "error", msg) != 0)
         return -1;
-    s->worst = VERDICT_ERROR;
+    if (why != MOEPERM_GOLDEN_FAILURE_MISSING &&
+        json_object_object_add(s->obj, "error_kind",
+                               json_object_new_string(why == MOEPERM_GOLDEN_FAILURE_BAD_INPUT
+                                                          ? "bad-input"
+                                                          : "backend-failure")) != 0)
+        return -1;
+    s->worst = why == MOEPERM_GOLDEN_FAILURE_MISSING ? VERDICT_MISSING : VERDICT_ERROR;
+    s->failure = why;
     set_verdict(s);
     return 0;
+}
+
+int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence)
+{
+    return moeperm_golden_json_report_set_failure(r, MOEPERM_GOLDEN_FAILURE_BACKEND, sentence);
+}
+
+void moeperm_golden_json_report_note_left_out(moeperm_golden_json_report *r, uint64_t cases)
+{
+    r->left_out += cases;
 }
 
 static json_object *ranges(const moeperm_golden_where *w, bool *ok)
@@ -303,30 +335,62 @@ int golden_json_report_add_output(moeperm_golden_json_report *r, const golden_js
     json_object_put(name);
     if (!ok)
         return -1;
-    if (s->worst != VERDICT_ERROR && (int)o->verdict > s->worst) {
+    if (s->worst < VERDICT_ERROR && (int)o->verdict > s->worst) {
         s->worst = (int)o->verdict;
         set_verdict(s);
     }
     return 0;
 }
 
+/* The counts of the cases [first, end) under the keys moeperm check's
+ * table has: same (pass), within_tolerance, different (mismatch),
+ * missing, bad_input, backend_failure, and error (the last two together). */
+static void put_counts(json_object *obj, const moeperm_golden_json_report *r, size_t first,
+                       size_t end, bool *ok)
+{
+    uint64_t n[5] = {0, 0, 0, 0, 0}, bad = 0;
+    for (size_t i = first; i < end; i++) {
+        const case_state *s = &r->state[i];
+        n[s->worst < 0 ? 0 : s->worst]++;
+        bad += s->worst == VERDICT_ERROR && s->failure == MOEPERM_GOLDEN_FAILURE_BAD_INPUT;
+    }
+    put(obj, "cases", count(end - first), ok);
+    put(obj, "same", count(n[MOEPERM_GOLDEN_VERDICT_SAME]), ok);
+    put(obj, "within_tolerance", count(n[MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE]), ok);
+    put(obj, "different", count(n[MOEPERM_GOLDEN_VERDICT_DIFFERENT]), ok);
+    put(obj, "missing", count(n[VERDICT_MISSING]), ok);
+    put(obj, "bad_input", count(bad), ok);
+    put(obj, "backend_failure", count(n[VERDICT_ERROR] - bad), ok);
+    put(obj, "error", count(n[VERDICT_ERROR]), ok);
+}
+
 static json_object *document(const moeperm_golden_json_report *r, bool *ok)
 {
     json_object *doc = json_object_new_object(), *summary = json_object_new_object();
-    if (!doc || !summary) {
+    json_object *suites = json_object_new_array();
+    if (!doc || !summary || !suites) {
         json_object_put(doc);
         json_object_put(summary);
+        json_object_put(suites);
         *ok = false;
         return NULL;
     }
-    uint64_t n[4] = {0, 0, 0, 0};
-    for (size_t i = 0; i < r->count; i++)
-        n[r->state[i].worst < 0 ? 0 : r->state[i].worst]++;
-    put(summary, "cases", count(r->count), ok);
-    put(summary, "same", count(n[MOEPERM_GOLDEN_VERDICT_SAME]), ok);
-    put(summary, "within_tolerance", count(n[MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE]), ok);
-    put(summary, "different", count(n[MOEPERM_GOLDEN_VERDICT_DIFFERENT]), ok);
-    put(summary, "error", count(n[VERDICT_ERROR]), ok);
+    put_counts(summary, r, 0, r->count, ok);
+    put(summary, "left_out", count(r->left_out), ok);
+    /* one row per run of cases in one directory, as the text table */
+    for (size_t first = 0; first < r->count;) {
+        size_t end = first + 1;
+        while (end < r->count && strcmp(r->state[end].suite, r->state[first].suite) == 0)
+            end++;
+        json_object *row = json_object_new_object();
+        if (row) {
+            put(row, "suite", text(r->state[first].suite), ok);
+            put_counts(row, r, first, end, ok);
+        }
+        append(suites, row, ok);
+        first = end;
+    }
+    put(summary, "suites", suites, ok);
     put(doc, "format", json_object_new_string(GOLDEN_REPORT_FORMAT), ok);
     /* The document borrows the cases: the collector keeps its reference. */
     put(doc, "cases", json_object_get(r->cases), ok);
@@ -395,6 +459,8 @@ void moeperm_golden_json_report_free(moeperm_golden_json_report *r)
     if (!r)
         return;
     json_object_put(r->cases);
+    for (size_t i = 0; i < r->count; i++)
+        free(r->state[i].suite);
     free(r->state);
     free(r);
 }

@@ -82,18 +82,23 @@ typedef struct golden_diagnosis {
  * are equal when their bits are, or when both are NaNs and strict_nan is
  * false (the comparator's rule).
  *
- * Findings: when some hypotheses are exact, those alone, in catalogue
- * order; otherwise the hypotheses that explain more differing elements
- * than they contradict, most explained first; at most one per id, at most
- * GOLDEN_DIAG_MAX_FINDINGS.  Nothing differing gives no findings.  An
- * operator or output without a table in the catalogue, or inputs that do
- * not fit the operator, get the shape-level hypotheses only.
+ * Findings: when some hypotheses are exact (the model is the actual output
+ * bit for bit), those alone, in catalogue order, and an operator's exact
+ * model alone, without the shape-level patterns; otherwise the hypotheses
+ * that explain more differing elements than they contradict, most
+ * explained first; at most one per id, at most GOLDEN_DIAG_MAX_FINDINGS.
+ * An infinity, NaN or largest finite value the operator's arithmetic can
+ * make from the inputs is not taken for an unwritten buffer.  Nothing
+ * differing gives no findings.  An operator or output without a table in
+ * the catalogue, or inputs that do not fit the operator, get the
+ * shape-level hypotheses only.
  *
  * Cost: a few passes over the output, the operator-level models on a
  * sample of at most 64 rows, then the models that fit the sample on the
- * whole output, in blocks of at most 32 MiB of widened input; memory stays
- * near that block size plus about 64 bytes per output row.  It runs only when
- * something differs.
+ * whole output (those exact on the sample first; partial ones up to three
+ * outputs' worth), in blocks of at most 32 MiB of widened input; memory
+ * stays near that block size plus about 64 bytes per output row.  It runs
+ * only when something differs.
  *
  * Returns 0 and fills *d, or -1 with a sentence in err (memory ran out).
  * Thread safe; the operator runs on as many threads as it would anyway.

@@ -34,6 +34,11 @@ typedef struct golden_diag_data {
     uint64_t differing;
     uint64_t *row_differ; /* differing elements of each row */
     const char *noun;     /* what a row is called: "token", "row" */
+    /* The operator's answer (may be NULL): whether arithmetic on the
+     * inputs can make element (row, col) an infinity, a NaN or the largest
+     * finite value (golden_diag_operator.special_possible). */
+    bool (*special_possible)(const void *ctx, int64_t row, int64_t col);
+    const void *special_ctx;
 } golden_diag_data;
 
 /* The comparator's rule: equal bits, or two NaNs unless strict. */
@@ -50,6 +55,20 @@ typedef struct golden_diag_tally {
  * the elements where model and actual disagree; model holds n rows. */
 void golden_diag_tally_rows(const golden_diag_data *d, const int64_t *rows, size_t n,
                             const void *model, golden_diag_tally *t);
+
+/* What slot k of row t adds at column c (in double), or NaN when the slot
+ * adds nothing there. */
+typedef double (*golden_diag_contribution)(const void *ctx, int64_t t, int64_t k, int64_t c);
+
+/* missing-slot's choice for a large top_k: in a row whose slot k is
+ * missing, expected minus actual is about slot k's contribution, so the
+ * slot nearest to it (sum of absolute differences) is the candidate; up to
+ * eight differing sample rows each name one.  Fills list (at most *count)
+ * with the slots named, in order, and sets *count.  A heuristic that
+ * chooses which models run, never a model. */
+void golden_diag_pick_slots(const golden_diag_data *d, const void *ctx, int64_t top_k,
+                            golden_diag_contribution contribution, const int64_t *sample,
+                            size_t n, int *list, size_t *count);
 
 /* ---------------------------------------------------------------------- */
 /* The findings so far                                                    */
@@ -82,6 +101,12 @@ enum { GOLDEN_DIAG_RANK_SHAPE = 100 }; /* after every operator-level model */
 /* Tests every shape-level hypothesis on d.  Returns 0, or -1 when memory
  * runs out. */
 int golden_diag_shapes(const golden_diag_data *d, golden_diag_candidates *cs);
+
+/* The value most of the differing elements of the actual output hold
+ * (+0.0 unless another is more common), into *value, with how many hold
+ * it; returns whether it is what a buffer holds before a kernel writes it
+ * (zeros, one byte repeated, a NaN). */
+bool golden_diag_fill_value(const golden_diag_data *d, uint64_t *value, uint64_t *count);
 
 /* Their catalogue entries, *count of them. */
 const golden_hypothesis_info *golden_diag_shape_catalogue(size_t *count);
@@ -131,7 +156,63 @@ typedef struct golden_diag_operator {
     /* Elements a model touches per output row: the budget of the sample
      * and the size of the blocks. */
     size_t (*row_elements)(const void *ctx);
+    /* Optional: whether the arithmetic of output element (row, col) can
+     * give an infinity, a NaN or the largest finite value from these
+     * inputs: an operand is not finite, or the magnitudes it multiplies
+     * and sums reach the end of fp16's range (where a kernel computing in
+     * a narrower type overflows).  Such a value is never taken for a
+     * buffer left unwritten (shape.c). */
+    bool (*special_possible)(const void *ctx, int64_t row, int64_t col);
 } golden_diag_operator;
+
+/* The end of fp16's range: magnitudes at or beyond it overflow a kernel
+ * that computes in fp16. */
+#define GOLDEN_DIAG_FP16_LIMIT 65504.0
+
+/* ---------------------------------------------------------------------- */
+/* What the two summing operators share                                   */
+/* ---------------------------------------------------------------------- */
+
+/* MoeTokenPermuteGrad and MoeTokenUnpermute: output row t sums top_k
+ * slots, slot k reading row idx[t*K + k] of an [R, H] tensor of dtype
+ * (an index >= R is a dropped slot).  Their contexts begin with this, so
+ * the variant counts, sentences and choices below (sums.c) serve both. */
+typedef struct golden_diag_sum {
+    moeperm_dtype dtype;
+    const int32_t *idx; /* [T*K] */
+    int64_t R, H, T, K;
+    bool has_dropped;   /* some slot reads a row >= R */
+    /* what slot k of row t adds at column c (missing-slot's choice) */
+    golden_diag_contribution contribution;
+} golden_diag_sum;
+
+/* Notes has_dropped; false when an index is negative (not a run the
+ * models take). */
+bool golden_diag_sum_indices(golden_diag_sum *s);
+
+/* Variant counts (golden_diag_model.variants) on a context that begins
+ * with a golden_diag_sum: narrow16 (1 unless the dtype is float32), two
+ * (1 from top_k 2), pairwise (2 trees from top_k 3), zero_start (1 while
+ * a slot can be added), dropped (3 readings of a dropped slot, 1 when R is
+ * 0, none without dropped slots), missing (one per slot). */
+int golden_diag_sum_narrow16(const void *ctx);
+int golden_diag_sum_two(const void *ctx);
+int golden_diag_sum_pairwise(const void *ctx);
+int golden_diag_sum_zero_start(const void *ctx);
+int golden_diag_sum_dropped(const void *ctx);
+int golden_diag_sum_missing(const void *ctx);
+
+/* missing-slot's variants (golden_diag_model.select): every slot up to
+ * GOLDEN_DIAG_SELECT_MAX of them, beyond it the slots the differences point
+ * at (golden_diag_pick_slots()). */
+void golden_diag_sum_select_missing(const void *ctx, const golden_diag_data *d,
+                                    const int64_t *sample, size_t n, int *list, size_t *count);
+
+/* Sentences (golden_diag_model.describe) both operators say alike. */
+void golden_diag_sum_truncate(const void *ctx, int v, char *out, size_t len);
+void golden_diag_sum_half_away(const void *ctx, int v, char *out, size_t len);
+void golden_diag_sum_reversed(const void *ctx, int v, char *out, size_t len);
+void golden_diag_sum_missing_slot(const void *ctx, int v, char *out, size_t len);
 
 /* The operators with models (operators.c), *count of them. */
 const golden_diag_operator *const *golden_diag_operators(size_t *count);
@@ -145,6 +226,12 @@ static inline const golden_diag_tensor *golden_diag_input(const golden_diag_prob
             return &p->inputs[i];
     return NULL;
 }
+
+/* The optional probs [tokens, K] of p, a float dtype, into *top_k, *dtype
+ * and *data (1, FLOAT and NULL when p has none); false when they are
+ * there but not of that shape, dtype or size. */
+bool golden_diag_probs(const golden_diag_problem *p, int64_t tokens, int64_t *top_k,
+                       moeperm_dtype *dtype, const void **data);
 
 /* The attribute of p called name into *value; false when p has none. */
 static inline bool golden_diag_attr_value(const golden_diag_problem *p, const char *name,

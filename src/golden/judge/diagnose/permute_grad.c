@@ -5,51 +5,12 @@
  * (permute_grad_models.c computes them).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "golden/judge/diagnose/permute_grad_models.h"
-
-/* Up to this top_k every missing slot is tried; beyond it only the slots
- * the differences point at. */
-#define MISSING_ALL_K GOLDEN_DIAG_SELECT_MAX
-
-static int v_narrow16(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return x->dtype != MOEPERM_FLOAT;
-}
-
-static int v_one(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return x->K >= 2;
-}
-
-static int v_pairwise(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return x->K >= 3 ? 2 : 0;
-}
-
-static int v_zero_start(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return x->K < MOEPERM_MAX_TOP_K;
-}
-
-static int v_dropped(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return !x->has_dropped ? 0 : x->R == 0 ? 1 : 3;
-}
-
-static int v_missing(const void *ctx)
-{
-    const pg_ctx *x = ctx;
-    return (int)x->K;
-}
 
 static int v_rows_ignored(const void *ctx)
 {
@@ -71,27 +32,7 @@ static void d_acc(const void *ctx, int v, char *out, size_t len)
 {
     const pg_ctx *x = ctx;
     snprintf(out, len, "the accumulator is rounded to %s after every addition",
-             moeperm_dtype_name(x->dtype));
-}
-
-static void d_truncate(const void *ctx, int v, char *out, size_t len)
-{
-    const pg_ctx *x = ctx;
-    snprintf(out, len, "the fp32 sum is narrowed to %s by truncation, not to nearest even",
-             moeperm_dtype_name(x->dtype));
-}
-
-static void d_half_away(const void *ctx, int v, char *out, size_t len)
-{
-    const pg_ctx *x = ctx;
-    snprintf(out, len, "ties are rounded away from zero when narrowing to %s, not to even",
-             moeperm_dtype_name(x->dtype));
-}
-
-static void d_reversed(const void *ctx, int v, char *out, size_t len)
-{
-    const pg_ctx *x = ctx;
-    snprintf(out, len, "slots are added from k = %" PRId64 " down to k = 0", x->K - 1);
+             moeperm_dtype_name(x->s.dtype));
 }
 
 static void d_pairwise(const void *ctx, int v, char *out, size_t len)
@@ -103,7 +44,7 @@ static void d_pairwise(const void *ctx, int v, char *out, size_t len)
         snprintf(out, len,
                  "slots are added as a tree folding the upper half onto the lower: "
                  "slot k plus slot k+%" PRId64 " first",
-                 (x->K + 1) / 2);
+                 (x->s.K + 1) / 2);
 }
 
 static void d_zero_start(const void *ctx, int v, char *out, size_t len)
@@ -119,16 +60,11 @@ static void d_dropped(const void *ctx, int v, char *out, size_t len)
     static const char *const what[] = {"add +0.0", "add row (index mod %" PRId64 ")",
                                        "add row %" PRId64 " (the last)"};
     char read[64];
-    snprintf(read, sizeof read, what[v], v == 1 ? x->R : x->R - 1);
+    snprintf(read, sizeof read, what[v], v == 1 ? x->s.R : x->s.R - 1);
     snprintf(out, len,
              "slots whose index is %" PRId64 " (the rows of permuted_output_grad) or more are not "
              "skipped: they %s",
-             x->R, read);
-}
-
-static void d_missing(const void *ctx, int v, char *out, size_t len)
-{
-    snprintf(out, len, "slot %d is never added", v);
+             x->s.R, read);
 }
 
 static void d_rows_ignored(const void *ctx, int v, char *out, size_t len)
@@ -161,68 +97,24 @@ static void d_saturate(const void *ctx, int v, char *out, size_t len)
         snprintf(out, len,
                  "a finite sum that overflows %s becomes +-0x%04" PRIx64 " (the largest finite "
                  "value), not +-inf",
-                 moeperm_dtype_name(x->dtype), golden_bits_max_finite(x->dtype));
+                 moeperm_dtype_name(x->s.dtype), golden_bits_max_finite(x->s.dtype));
     else
         snprintf(out, len,
                  "every fp32 addition that overflows gives +-0x7f7fffff (the largest "
                  "finite value), not +-inf");
 }
 
-/* For a large top_k, the slots the differences point at: in a token whose
- * slot k is missing, expected minus actual is about slot k's row, so the
- * slot whose row is nearest (sum of absolute differences, in double) is the
- * golden_diag_candidate; a few differing sample tokens each name one. */
-static void s_missing(const void *ctx, const golden_diag_data *d, const int64_t *sample, size_t n,
-                      int *list, size_t *count)
+/* What slot k of token t adds at column c: its row, or nothing when the
+ * slot is dropped. */
+static double contribution(const void *ctx, int64_t t, int64_t k, int64_t c)
 {
     const pg_ctx *x = ctx;
-    size_t cap = *count, found = 0;
-    if (x->K <= MISSING_ALL_K) {
-        for (int64_t k = 0; k < x->K && found < cap; k++)
-            list[found++] = (int)k;
-        *count = found;
-        return;
-    }
-    size_t es = moeperm_dtype_size(x->dtype);
-    for (size_t i = 0, tried = 0; i < n && tried < 8 && found < cap; i++) {
-        int64_t t = sample[i];
-        if (d->row_differ[t] == 0)
-            continue;
-        tried++;
-        double best = -1;
-        int best_k = -1;
-        for (int64_t k = 0; k < x->K; k++) {
-            int32_t r = x->idx[t * x->K + k];
-            if (r >= x->R)
-                continue;
-            const uint8_t *row = (const uint8_t *)x->grad + (size_t)r * (size_t)x->H * es;
-            double score = 0;
-            for (int64_t c = 0; c < x->H; c++) {
-                uint64_t i_e = (uint64_t)t * (uint64_t)x->H + (uint64_t)c;
-                double e =
-                    golden_bits_double(x->dtype, golden_bits_load(x->dtype, d->expected, i_e));
-                double a = golden_bits_double(x->dtype, golden_bits_load(x->dtype, d->actual, i_e));
-                double g =
-                    golden_bits_double(x->dtype, golden_bits_load(x->dtype, row, (uint64_t)c));
-                double diff = (e - a) - g;
-                if (diff == diff)
-                    score += diff < 0 ? -diff : diff;
-            }
-            if (best_k < 0 || score < best) {
-                best = score;
-                best_k = (int)k;
-            }
-        }
-        bool known = best_k < 0;
-        for (size_t j = 0; j < found && !known; j++)
-            known = list[j] == best_k;
-        if (!known)
-            list[found++] = best_k;
-    }
-    *count = found;
+    int32_t r = x->s.idx[t * x->s.K + k];
+    if (r >= x->s.R)
+        return NAN;
+    uint64_t at = (uint64_t)r * (uint64_t)x->s.H + (uint64_t)c;
+    return golden_bits_double(x->s.dtype, golden_bits_load(x->s.dtype, x->grad, at));
 }
-
-
 
 /* Whether p is a MoeTokenPermuteGrad run the models can rearrange. */
 static bool setup(const golden_diag_problem *p, const golden_diag_tensor *expected, void *ctx)
@@ -240,19 +132,15 @@ static bool setup(const golden_diag_problem *p, const golden_diag_tensor *expect
         ix->dims[0] != expected->dims[0] * k || g->dims[0] > ix->dims[0] ||
         ix->dims[0] > INT32_MAX || (g->dims[0] > 0 && !g->data) || (ix->dims[0] > 0 && !ix->data))
         return false;
-    x->dtype = g->dtype;
+    x->s.dtype = g->dtype;
     x->grad = g->data;
-    x->idx = ix->data;
-    x->R = g->dims[0];
-    x->H = g->dims[1];
-    x->T = expected->dims[0];
-    x->K = k;
-    for (int64_t i = 0; i < x->T * x->K; i++) {
-        if (x->idx[i] < 0)
-            return false;
-        x->has_dropped |= x->idx[i] >= x->R;
-    }
-    return x->H > 0;
+    x->s.idx = ix->data;
+    x->s.R = g->dims[0];
+    x->s.H = g->dims[1];
+    x->s.T = expected->dims[0];
+    x->s.K = k;
+    x->s.contribution = contribution;
+    return golden_diag_sum_indices(&x->s) && x->s.H > 0;
 }
 
 static void cleanup(void *ctx)
@@ -265,7 +153,24 @@ static void cleanup(void *ctx)
 static size_t row_elements(const void *ctx)
 {
     const pg_ctx *x = ctx;
-    return (size_t)(x->K + 1) * (size_t)x->H;
+    return (size_t)(x->s.K + 1) * (size_t)x->s.H;
+}
+
+/* Arithmetic can make an infinity or a NaN at (t, c) when a kept slot
+ * holds one, or when the slots' magnitudes reach the end of fp16's range. */
+static bool special_possible(const void *ctx, int64_t t, int64_t c)
+{
+    const pg_ctx *x = ctx;
+    double sum = 0;
+    for (int64_t k = 0; k < x->s.K; k++) {
+        double v = contribution(ctx, t, k, c);
+        if (v != v && x->s.idx[t * x->s.K + k] >= x->s.R)
+            continue; /* dropped */
+        if (!isfinite(v))
+            return true;
+        sum += fabs(v);
+    }
+    return sum >= GOLDEN_DIAG_FP16_LIMIT;
 }
 
 #define PG "MoeTokenPermuteGrad"
@@ -273,22 +178,22 @@ static size_t row_elements(const void *ctx)
 /* In catalogue order, which is also the order of exact findings. */
 static const golden_diag_model models[] = {
     {{"acc-in-output-dtype", PG, "the accumulator is rounded to bf16/fp16 after every addition"},
-     v_narrow16, NULL, NULL, golden_pg_acc_in_output_dtype, d_acc},
+     golden_diag_sum_narrow16, NULL, NULL, golden_pg_acc_in_output_dtype, d_acc},
     {{"truncate", PG, "the fp32 sum is narrowed by truncation instead of to nearest even"},
-     v_narrow16, NULL, NULL, golden_pg_truncate, d_truncate},
+     golden_diag_sum_narrow16, NULL, NULL, golden_pg_truncate, golden_diag_sum_truncate},
     {{"round-half-away", PG, "ties are rounded away from zero instead of to even when narrowing"},
-     v_narrow16, NULL, NULL, golden_pg_half_away, d_half_away},
+     golden_diag_sum_narrow16, NULL, NULL, golden_pg_half_away, golden_diag_sum_half_away},
     {{"k-order-reversed", PG, "slots are added from k = K-1 down to 0"},
-     v_one, NULL, NULL, golden_pg_reversed, d_reversed},
+     golden_diag_sum_two, NULL, NULL, golden_pg_reversed, golden_diag_sum_reversed},
     {{"k-order-pairwise", PG, "slots are added as a pairwise tree (neighbours, or folded halves)"},
-     v_pairwise, NULL, NULL, golden_pg_pairwise, d_pairwise},
+     golden_diag_sum_pairwise, NULL, NULL, golden_pg_pairwise, d_pairwise},
     {{"zero-start", PG, "the accumulator starts at +0.0 instead of slot 0"},
-     v_zero_start, NULL, NULL, golden_pg_zero_start, d_zero_start},
+     golden_diag_sum_zero_start, NULL, NULL, golden_pg_zero_start, d_zero_start},
     {{"dropped-not-skipped", PG,
       "slots with an index >= rows are added (as +0.0, row index mod rows, or the last row)"},
-     v_dropped, NULL, NULL, golden_pg_dropped, d_dropped},
+     golden_diag_sum_dropped, NULL, NULL, golden_pg_dropped, d_dropped},
     {{"missing-slot", PG, "slot k is never added"},
-     v_missing, NULL, s_missing, golden_pg_missing, d_missing},
+     golden_diag_sum_missing, NULL, golden_diag_sum_select_missing, golden_pg_missing, golden_diag_sum_missing_slot},
     {{"rows-ignored-from", PG, "rows at or above some index X contribute nothing"},
      v_rows_ignored, golden_pg_prepare_rows_ignored, NULL, golden_pg_rows_ignored, d_rows_ignored},
     {{"ftz", PG, "subnormals are flushed to zero (inputs, each addition, results)"},
@@ -299,5 +204,5 @@ static const golden_diag_model models[] = {
 
 const golden_diag_operator golden_diag_permute_grad = {
     PG, "input_grad", "token", models, sizeof models / sizeof models[0], sizeof(pg_ctx),
-    setup, cleanup, row_elements,
+    setup, cleanup, row_elements, special_possible,
 };

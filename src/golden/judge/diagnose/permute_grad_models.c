@@ -21,8 +21,8 @@
 
 static golden_diag_operand pg_slot(const pg_ctx *x, int64_t t, int64_t k)
 {
-    int32_t r = x->idx[t * x->K + k];
-    return r < x->R ? (golden_diag_operand){x->grad, x->dtype, r} : GOLDEN_DIAG_SKIP;
+    int32_t r = x->s.idx[t * x->s.K + k];
+    return r < x->s.R ? (golden_diag_operand){x->grad, x->s.dtype, r} : GOLDEN_DIAG_SKIP;
 }
 
 /* The slots of the tokens, widened to fp32, slot-major: block k holds slot
@@ -31,29 +31,29 @@ static golden_diag_operand pg_slot(const pg_ctx *x, int64_t t, int64_t k)
 static int pg_slots(const pg_ctx *x, const int64_t *tokens, size_t n, bool flush, float **slots,
                     bool **present, char *err, size_t err_len)
 {
-    size_t block = n * (size_t)x->H;
-    *slots = malloc((size_t)x->K * block * sizeof(float));
-    *present = malloc((size_t)x->K * n * sizeof(bool));
+    size_t block = n * (size_t)x->s.H;
+    *slots = malloc((size_t)x->s.K * block * sizeof(float));
+    *present = malloc((size_t)x->s.K * n * sizeof(bool));
     if (!*slots || !*present) {
         free(*slots);
         free(*present);
         snprintf(err, err_len, "out of memory for a diagnosis model");
         return -1;
     }
-    size_t es = moeperm_dtype_size(x->dtype);
-    for (int64_t k = 0; k < x->K; k++) {
+    size_t es = moeperm_dtype_size(x->s.dtype);
+    for (int64_t k = 0; k < x->s.K; k++) {
         for (size_t i = 0; i < n; i++) {
-            float *dst = *slots + (size_t)k * block + i * (size_t)x->H;
-            int32_t r = x->idx[tokens[i] * x->K + k];
-            (*present)[(size_t)k * n + i] = r < x->R;
-            if (r >= x->R) {
-                memset(dst, 0, (size_t)x->H * sizeof(float));
+            float *dst = *slots + (size_t)k * block + i * (size_t)x->s.H;
+            int32_t r = x->s.idx[tokens[i] * x->s.K + k];
+            (*present)[(size_t)k * n + i] = r < x->s.R;
+            if (r >= x->s.R) {
+                memset(dst, 0, (size_t)x->s.H * sizeof(float));
                 continue;
             }
-            moeperm_convert((const uint8_t *)x->grad + (size_t)r * (size_t)x->H * es, x->dtype, dst,
-                            MOEPERM_FLOAT, (size_t)x->H);
+            moeperm_convert((const uint8_t *)x->grad + (size_t)r * (size_t)x->s.H * es, x->s.dtype, dst,
+                            MOEPERM_FLOAT, (size_t)x->s.H);
             if (flush)
-                for (int64_t c = 0; c < x->H; c++)
+                for (int64_t c = 0; c < x->s.H; c++)
                     if (golden_bits_is_subnormal(MOEPERM_FLOAT,
                                                  golden_bits_load(MOEPERM_FLOAT, dst, (uint64_t)c)))
                         golden_bits_store(MOEPERM_FLOAT, dst, (uint64_t)c,
@@ -78,58 +78,17 @@ static void flush_subnormals(moeperm_dtype dtype, void *data, uint64_t n)
 static int pg_sum32(const pg_ctx *x, const int64_t *tokens, size_t n, float *acc, char *err,
                     size_t err_len)
 {
-    golden_diag_operand *ops = malloc(n * (size_t)x->K * sizeof *ops);
+    golden_diag_operand *ops = malloc(n * (size_t)x->s.K * sizeof *ops);
     if (!ops) {
         snprintf(err, err_len, "out of memory for a diagnosis model");
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        for (int64_t k = 0; k < x->K; k++)
-            ops[i * (size_t)x->K + (size_t)k] = pg_slot(x, tokens[i], k);
-    int rc = golden_diag_run(MOEPERM_FLOAT, x->H, (int64_t)n, x->K, ops, acc, err, err_len);
+        for (int64_t k = 0; k < x->s.K; k++)
+            ops[i * (size_t)x->s.K + (size_t)k] = pg_slot(x, tokens[i], k);
+    int rc = golden_diag_run(MOEPERM_FLOAT, x->s.H, (int64_t)n, x->s.K, ops, acc, err, err_len);
     free(ops);
     return rc;
-}
-
-/* Narrowing rules other than ties-to-even, built on the library's
- * round-to-nearest-even conversion: the result is the RNE value moved one
- * step in magnitude where the rule disagrees with it. */
-static uint16_t narrow_rne(moeperm_dtype dtype, float v)
-{
-    return dtype == MOEPERM_BF16 ? moeperm_float_to_bf16(v) : moeperm_float_to_fp16(v);
-}
-
-static double widen(moeperm_dtype dtype, uint16_t bits)
-{
-    return dtype == MOEPERM_BF16 ? moeperm_bf16_to_float(bits) : moeperm_fp16_to_float(bits);
-}
-
-static uint16_t narrow_truncate(moeperm_dtype dtype, float v)
-{
-    uint16_t r = narrow_rne(dtype, v);
-    if (v != v)
-        return r;
-    double w = widen(dtype, r);
-    /* Rounded away from zero: one step back (infinity steps back to the
-     * largest finite value, as truncation never overflows). */
-    if ((w < 0 ? -w : w) > (v < 0 ? -(double)v : (double)v))
-        r--;
-    return r;
-}
-
-static uint16_t narrow_half_away(moeperm_dtype dtype, float v)
-{
-    uint16_t r = narrow_rne(dtype, v);
-    if (v != v || golden_bits_is_inf(dtype, r))
-        return r;
-    double w = widen(dtype, r), x = v;
-    double aw = w < 0 ? -w : w, ax = x < 0 ? -x : x;
-    if (aw >= ax)
-        return r; /* exact, or already rounded away */
-    uint16_t up = (uint16_t)(r + 1);
-    double au = widen(dtype, up);
-    au = au < 0 ? -au : au;
-    return ax - aw == au - ax ? up : r; /* a tie RNE sent toward zero */
 }
 
 /* The models.  Each writes the output the buggy kernel would give for the
@@ -140,7 +99,7 @@ int golden_pg_acc_in_output_dtype(void *ctx, int variant, const int64_t *tokens,
 {
     pg_ctx *x = ctx;
     (void)variant;
-    size_t es = moeperm_dtype_size(x->dtype), row = (size_t)x->H * es;
+    size_t es = moeperm_dtype_size(x->s.dtype), row = (size_t)x->s.H * es;
     uint8_t *acc = malloc(n * row), *slot = malloc(n * row), *next = malloc(n * row);
     bool *present = malloc(n * sizeof *present);
     int rc = -1;
@@ -148,20 +107,20 @@ int golden_pg_acc_in_output_dtype(void *ctx, int variant, const int64_t *tokens,
         snprintf(err, err_len, "out of memory for a diagnosis model");
         goto done;
     }
-    for (int64_t k = 0; k < x->K; k++) {
+    for (int64_t k = 0; k < x->s.K; k++) {
         for (size_t i = 0; i < n; i++) {
-            int32_t r = x->idx[tokens[i] * x->K + k];
+            int32_t r = x->s.idx[tokens[i] * x->s.K + k];
             uint8_t *dst = (k == 0 ? acc : slot) + i * row;
-            present[i] = r < x->R;
+            present[i] = r < x->s.R;
             /* a dropped first slot starts the sum from +0.0 */
-            if (r < x->R)
+            if (r < x->s.R)
                 memcpy(dst, (const uint8_t *)x->grad + (size_t)r * row, row);
             else
                 memset(dst, 0, row);
         }
         if (k == 0)
             continue;
-        if (golden_diag_add_rows(x->dtype, x->H, (int64_t)n, acc, NULL, slot, present, next,
+        if (golden_diag_add_rows(x->s.dtype, x->s.H, (int64_t)n, acc, NULL, slot, present, next,
                                  NULL, err, err_len) != 0)
             goto done;
         uint8_t *swap = acc;
@@ -179,10 +138,10 @@ done:
 }
 
 static int pg_narrowed(pg_ctx *x, const int64_t *tokens, size_t n, void *out,
-                       uint16_t (*narrow)(moeperm_dtype, float), char *err, size_t err_len)
+                       golden_diag_rule rule, char *err, size_t err_len)
 {
-    size_t count = n * (size_t)x->H;
-    float *acc = malloc(count * sizeof *acc);
+    size_t count = n * (size_t)x->s.H;
+    float *acc = malloc(count * sizeof *acc + 1);
     if (!acc) {
         snprintf(err, err_len, "out of memory for a diagnosis model");
         return -1;
@@ -191,8 +150,7 @@ static int pg_narrowed(pg_ctx *x, const int64_t *tokens, size_t n, void *out,
         free(acc);
         return -1;
     }
-    for (size_t i = 0; i < count; i++)
-        golden_bits_store(x->dtype, out, i, narrow(x->dtype, acc[i]));
+    golden_diag_narrow(x->s.dtype, rule, acc, out, count);
     free(acc);
     return 0;
 }
@@ -202,7 +160,7 @@ int golden_pg_truncate(void *ctx, int variant, const int64_t *tokens, size_t n, 
 {
     pg_ctx *x = ctx;
     (void)variant;
-    return pg_narrowed(x, tokens, n, out, narrow_truncate, err, err_len);
+    return pg_narrowed(x, tokens, n, out, GOLDEN_DIAG_TRUNCATE, err, err_len);
 }
 
 int golden_pg_half_away(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
@@ -210,7 +168,7 @@ int golden_pg_half_away(void *ctx, int variant, const int64_t *tokens, size_t n,
 {
     pg_ctx *x = ctx;
     (void)variant;
-    return pg_narrowed(x, tokens, n, out, narrow_half_away, err, err_len);
+    return pg_narrowed(x, tokens, n, out, GOLDEN_DIAG_HALF_AWAY, err, err_len);
 }
 
 /* Models that only rearrange slots: the operator in the case's dtype on
@@ -228,7 +186,7 @@ static int pg_rearranged(pg_ctx *x, int variant, const int64_t *tokens, size_t n
     for (size_t i = 0; i < n; i++)
         for (int64_t k = 0; k < kp; k++)
             ops[i * (size_t)kp + (size_t)k] = rule(x, variant, tokens[i], k);
-    int rc = golden_diag_run(x->dtype, x->H, (int64_t)n, kp, ops, out, err, err_len);
+    int rc = golden_diag_run(x->s.dtype, x->s.H, (int64_t)n, kp, ops, out, err, err_len);
     free(ops);
     return rc;
 }
@@ -236,7 +194,7 @@ static int pg_rearranged(pg_ctx *x, int variant, const int64_t *tokens, size_t n
 static golden_diag_operand rule_reversed(const pg_ctx *x, int variant, int64_t t, int64_t k)
 {
     (void)variant;
-    return pg_slot(x, t, x->K - 1 - k);
+    return pg_slot(x, t, x->s.K - 1 - k);
 }
 
 static golden_diag_operand rule_zero_start(const pg_ctx *x, int variant, int64_t t, int64_t k)
@@ -252,112 +210,82 @@ static golden_diag_operand rule_missing(const pg_ctx *x, int variant, int64_t t,
 
 static golden_diag_operand rule_dropped(const pg_ctx *x, int variant, int64_t t, int64_t k)
 {
-    int32_t r = x->idx[t * x->K + k];
-    if (r < x->R)
-        return (golden_diag_operand){x->grad, x->dtype, r};
+    int32_t r = x->s.idx[t * x->s.K + k];
+    if (r < x->s.R)
+        return (golden_diag_operand){x->grad, x->s.dtype, r};
     switch (variant) {
     case 0:
         return GOLDEN_DIAG_ZERO;
     case 1:
-        return (golden_diag_operand){x->grad, x->dtype, r % x->R};
+        return (golden_diag_operand){x->grad, x->s.dtype, r % x->s.R};
     default:
-        return (golden_diag_operand){x->grad, x->dtype, x->R - 1};
+        return (golden_diag_operand){x->grad, x->s.dtype, x->s.R - 1};
     }
 }
 
 static golden_diag_operand rule_rows_ignored(const pg_ctx *x, int variant, int64_t t, int64_t k)
 {
     (void)variant;
-    int32_t r = x->idx[t * x->K + k];
-    return r < x->x_lo ? (golden_diag_operand){x->grad, x->dtype, r} : GOLDEN_DIAG_SKIP;
+    int32_t r = x->s.idx[t * x->s.K + k];
+    return r < x->x_lo ? (golden_diag_operand){x->grad, x->s.dtype, r} : GOLDEN_DIAG_SKIP;
 }
 
 int golden_pg_reversed(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                        char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    return pg_rearranged(x, variant, tokens, n, out, x->K, rule_reversed, err, err_len);
+    return pg_rearranged(x, variant, tokens, n, out, x->s.K, rule_reversed, err, err_len);
 }
 
 int golden_pg_zero_start(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                          char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    return pg_rearranged(x, variant, tokens, n, out, x->K + 1, rule_zero_start, err, err_len);
+    return pg_rearranged(x, variant, tokens, n, out, x->s.K + 1, rule_zero_start, err, err_len);
 }
 
 int golden_pg_missing(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                       char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    return pg_rearranged(x, variant, tokens, n, out, x->K, rule_missing, err, err_len);
+    return pg_rearranged(x, variant, tokens, n, out, x->s.K, rule_missing, err, err_len);
 }
 
 int golden_pg_dropped(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                       char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    return pg_rearranged(x, variant, tokens, n, out, x->K, rule_dropped, err, err_len);
+    return pg_rearranged(x, variant, tokens, n, out, x->s.K, rule_dropped, err, err_len);
 }
 
 int golden_pg_rows_ignored(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                            char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    return pg_rearranged(x, variant, tokens, n, out, x->K, rule_rows_ignored, err, err_len);
+    return pg_rearranged(x, variant, tokens, n, out, x->s.K, rule_rows_ignored, err, err_len);
 }
 
-/* A tree over the slots in fp32: variant 0 adds neighbours ((0+1)+(2+3))+...,
- * variant 1 folds the upper half onto the lower ((0+4)+(2+6))+((1+5)+(3+7)).
- * A node with a dropped side is its other side. */
+/* A tree over the slots in fp32 (golden_diag_tree()), then the library's
+ * narrowing. */
 int golden_pg_pairwise(void *ctx, int variant, const int64_t *tokens, size_t n, void *out,
                        char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    float *slots;
+    float *slots, *sum;
     bool *present;
     if (pg_slots(x, tokens, n, false, &slots, &present, err, err_len) != 0)
         return -1;
-    size_t block = n * (size_t)x->H;
-    float *scratch = malloc((size_t)x->K * block * sizeof(float));
-    bool *scratch_present = malloc((size_t)x->K * n * sizeof(bool));
+    size_t block = n * (size_t)x->s.H;
     int rc = -1;
-    if (!scratch || !scratch_present) {
+    sum = malloc(block * sizeof *sum + 1);
+    if (!sum)
         snprintf(err, err_len, "out of memory for a diagnosis model");
-        goto done;
-    }
-    for (int64_t m = x->K; m > 1;) {
-        int64_t half = variant == 0 ? m / 2 : (m + 1) / 2, next = (m + 1) / 2;
-        for (int64_t i = 0; i < next; i++) {
-            int64_t a = variant == 0 ? 2 * i : i, b = variant == 0 ? 2 * i + 1 : i + half;
-            float *dst = scratch + (size_t)i * block;
-            bool *pdst = scratch_present + (size_t)i * n;
-            if (b >= m) { /* the odd one out goes up alone */
-                memcpy(dst, slots + (size_t)a * block, block * sizeof(float));
-                memcpy(pdst, present + (size_t)a * n, n * sizeof(bool));
-                continue;
-            }
-            if (golden_diag_add_rows(MOEPERM_FLOAT, x->H, (int64_t)n, slots + (size_t)a * block,
-                         present + (size_t)a * n, slots + (size_t)b * block,
-                         present + (size_t)b * n, dst, pdst, err, err_len) != 0)
-                goto done;
-        }
-        float *sw = slots;
-        slots = scratch;
-        scratch = sw;
-        bool *pw = present;
-        present = scratch_present;
-        scratch_present = pw;
-        m = next;
-    }
-    /* A token with every slot dropped sums to +0.0; add_rows left it so. */
-    moeperm_convert(slots, MOEPERM_FLOAT, out, x->dtype, block);
-    rc = 0;
-done:
+    else if (golden_diag_tree(variant, x->s.K, (int64_t)n, x->s.H, slots, present, sum, err,
+                              err_len) == 0)
+        rc = moeperm_convert(sum, MOEPERM_FLOAT, out, x->s.dtype, block) == MOEPERM_SUCCESS ? 0 : -1;
     free(slots);
     free(present);
-    free(scratch);
-    free(scratch_present);
+    free(sum);
     return rc;
 }
 
@@ -371,9 +299,9 @@ int golden_pg_ftz(void *ctx, int variant, const int64_t *tokens, size_t n, void 
     bool *present;
     if (pg_slots(x, tokens, n, true, &slots, &present, err, err_len) != 0)
         return -1;
-    size_t block = n * (size_t)x->H;
+    size_t block = n * (size_t)x->s.H;
     float *acc = malloc(block * sizeof(float)), *next = malloc(block * sizeof(float));
-    golden_diag_operand *ops = malloc(n * (size_t)x->K * sizeof *ops);
+    golden_diag_operand *ops = malloc(n * (size_t)x->s.K * sizeof *ops);
     int rc = -1;
     if (!acc || !next || !ops) {
         snprintf(err, err_len, "out of memory for a diagnosis model");
@@ -381,18 +309,18 @@ int golden_pg_ftz(void *ctx, int variant, const int64_t *tokens, size_t n, void 
     }
     if (variant < 2) {
         for (size_t i = 0; i < n; i++)
-            for (int64_t k = 0; k < x->K; k++)
-                ops[i * (size_t)x->K + (size_t)k] =
+            for (int64_t k = 0; k < x->s.K; k++)
+                ops[i * (size_t)x->s.K + (size_t)k] =
                     present[(size_t)k * n + i]
                         ? (golden_diag_operand){slots, MOEPERM_FLOAT, (int64_t)((size_t)k * n + i)}
                         : GOLDEN_DIAG_SKIP;
-        if (golden_diag_run(MOEPERM_FLOAT, x->H, (int64_t)n, x->K, ops, acc, err, err_len) != 0)
+        if (golden_diag_run(MOEPERM_FLOAT, x->s.H, (int64_t)n, x->s.K, ops, acc, err, err_len) != 0)
             goto done;
     } else {
         /* slot 0, or +0.0 where it is dropped (pg_slots zeroed it) */
         memcpy(acc, slots, block * sizeof(float));
-        for (int64_t k = 1; k < x->K; k++) {
-            if (golden_diag_add_rows(MOEPERM_FLOAT, x->H, (int64_t)n, acc, NULL,
+        for (int64_t k = 1; k < x->s.K; k++) {
+            if (golden_diag_add_rows(MOEPERM_FLOAT, x->s.H, (int64_t)n, acc, NULL,
                                      slots + (size_t)k * block, present + (size_t)k * n, next,
                                      NULL, err, err_len) != 0)
                 goto done;
@@ -402,9 +330,9 @@ int golden_pg_ftz(void *ctx, int variant, const int64_t *tokens, size_t n, void 
             next = sw;
         }
     }
-    moeperm_convert(acc, MOEPERM_FLOAT, out, x->dtype, block);
+    moeperm_convert(acc, MOEPERM_FLOAT, out, x->s.dtype, block);
     if (variant >= 1)
-        flush_subnormals(x->dtype, out, block);
+        flush_subnormals(x->s.dtype, out, block);
     rc = 0;
 done:
     free(slots);
@@ -421,7 +349,7 @@ int golden_pg_saturate(void *ctx, int variant, const int64_t *tokens, size_t n, 
                        char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    size_t block = n * (size_t)x->H;
+    size_t block = n * (size_t)x->s.H;
     float *acc = NULL, *next = NULL, *slots = NULL;
     bool *present = NULL;
     int rc = -1;
@@ -443,9 +371,9 @@ int golden_pg_saturate(void *ctx, int variant, const int64_t *tokens, size_t n, 
             goto done;
         }
         memcpy(acc, slots, block * sizeof(float));
-        for (int64_t k = 1; k < x->K; k++) {
+        for (int64_t k = 1; k < x->s.K; k++) {
             const float *s = slots + (size_t)k * block;
-            if (golden_diag_add_rows(MOEPERM_FLOAT, x->H, (int64_t)n, acc, NULL, s,
+            if (golden_diag_add_rows(MOEPERM_FLOAT, x->s.H, (int64_t)n, acc, NULL, s,
                                      present + (size_t)k * n, next, NULL, err, err_len) != 0)
                 goto done;
             for (size_t i = 0; i < block; i++) {
@@ -462,13 +390,13 @@ int golden_pg_saturate(void *ctx, int variant, const int64_t *tokens, size_t n, 
             next = sw;
         }
     }
-    moeperm_convert(acc, MOEPERM_FLOAT, out, x->dtype, block);
+    moeperm_convert(acc, MOEPERM_FLOAT, out, x->s.dtype, block);
     for (size_t i = 0; i < block; i++) {
-        uint64_t r = golden_bits_load(x->dtype, out, i);
-        if (golden_bits_is_inf(x->dtype, r) &&
+        uint64_t r = golden_bits_load(x->s.dtype, out, i);
+        if (golden_bits_is_inf(x->s.dtype, r) &&
             golden_bits_is_finite(MOEPERM_FLOAT, golden_bits_load(MOEPERM_FLOAT, acc, i)))
-            golden_bits_store(x->dtype, out, i,
-                              (r & golden_bits_sign(x->dtype)) | golden_bits_max_finite(x->dtype));
+            golden_bits_store(x->s.dtype, out, i,
+                              (r & golden_bits_sign(x->s.dtype)) | golden_bits_max_finite(x->s.dtype));
     }
     rc = 0;
 done:
@@ -491,14 +419,14 @@ static int pg_fit_group(pg_ctx *x, const golden_diag_data *d, const int64_t *tok
     size_t pseudo = 0;
     for (size_t i = 0; i < n; i++) {
         pseudo++;
-        for (int64_t k = 0; k < x->K; k++)
-            pseudo += x->idx[tokens[i] * x->K + k] < x->R;
+        for (int64_t k = 0; k < x->s.K; k++)
+            pseudo += x->s.idx[tokens[i] * x->s.K + k] < x->s.R;
     }
-    size_t es = moeperm_dtype_size(x->dtype);
-    golden_diag_operand *ops = calloc(pseudo * (size_t)x->K, sizeof *ops);
-    int32_t *sorted = malloc((size_t)x->K * sizeof *sorted);
-    int64_t *rank = malloc((size_t)x->K * sizeof *rank);
-    uint8_t *out = malloc(pseudo * (size_t)x->H * es);
+    size_t es = moeperm_dtype_size(x->s.dtype);
+    golden_diag_operand *ops = calloc(pseudo * (size_t)x->s.K, sizeof *ops);
+    int32_t *sorted = malloc((size_t)x->s.K * sizeof *sorted);
+    int64_t *rank = malloc((size_t)x->s.K * sizeof *rank);
+    uint8_t *out = malloc(pseudo * (size_t)x->s.H * es);
     int rc = -1;
     if (!ops || !sorted || !rank || !out) {
         snprintf(err, err_len, "out of memory for a diagnosis model");
@@ -506,31 +434,31 @@ static int pg_fit_group(pg_ctx *x, const golden_diag_data *d, const int64_t *tok
     }
     size_t p = 0;
     for (size_t i = 0; i < n; i++) {
-        const int32_t *slots = x->idx + tokens[i] * x->K;
-        for (int64_t k = 0; k < x->K; k++) {
+        const int32_t *slots = x->s.idx + tokens[i] * x->s.K;
+        for (int64_t k = 0; k < x->s.K; k++) {
             rank[k] = 0;
-            for (int64_t q = 0; q < x->K; q++)
-                rank[k] += slots[q] < x->R && slots[q] < slots[k];
+            for (int64_t q = 0; q < x->s.K; q++)
+                rank[k] += slots[q] < x->s.R && slots[q] < slots[k];
         }
         int64_t m = 0;
-        for (int64_t k = 0; k < x->K; k++)
-            m += slots[k] < x->R;
+        for (int64_t k = 0; k < x->s.K; k++)
+            m += slots[k] < x->s.R;
         /* variant j keeps the j smallest kept rows */
         for (int64_t j = 0; j <= m; j++, p++)
-            for (int64_t k = 0; k < x->K; k++)
-                ops[p * (size_t)x->K + (size_t)k] =
-                    slots[k] < x->R && rank[k] < j
-                        ? (golden_diag_operand){x->grad, x->dtype, slots[k]}
+            for (int64_t k = 0; k < x->s.K; k++)
+                ops[p * (size_t)x->s.K + (size_t)k] =
+                    slots[k] < x->s.R && rank[k] < j
+                        ? (golden_diag_operand){x->grad, x->s.dtype, slots[k]}
                         : GOLDEN_DIAG_SKIP;
     }
-    if (golden_diag_run(x->dtype, x->H, (int64_t)pseudo, x->K, ops, out, err, err_len) != 0)
+    if (golden_diag_run(x->s.dtype, x->s.H, (int64_t)pseudo, x->s.K, ops, out, err, err_len) != 0)
         goto done;
     p = 0;
     for (size_t i = 0; i < n; i++) {
-        const int32_t *slots = x->idx + tokens[i] * x->K;
+        const int32_t *slots = x->s.idx + tokens[i] * x->s.K;
         int64_t m = 0;
-        for (int64_t k = 0; k < x->K; k++)
-            if (slots[k] < x->R)
+        for (int64_t k = 0; k < x->s.K; k++)
+            if (slots[k] < x->s.R)
                 sorted[m++] = slots[k];
         /* insertion sort: m <= K */
         for (int64_t a = 1; a < m; a++)
@@ -551,7 +479,7 @@ static int pg_fit_group(pg_ctx *x, const golden_diag_data *d, const int64_t *tok
                                      golden_bits_load(d->dtype, d->actual, base + (uint64_t)c));
             if (!match)
                 continue;
-            int64_t a = j == 0 ? 0 : (int64_t)sorted[j - 1] + 1, b = j == m ? x->R : sorted[j];
+            int64_t a = j == 0 ? 0 : (int64_t)sorted[j - 1] + 1, b = j == m ? x->s.R : sorted[j];
             fit_lo = a < fit_lo ? a : fit_lo;
             fit_hi = b > fit_hi ? b : fit_hi;
         }
@@ -572,7 +500,7 @@ done:
 static int pg_fit_x(pg_ctx *x, const golden_diag_data *d, const int64_t *tokens, size_t n,
                     int64_t *lo, int64_t *hi, char *err, size_t err_len)
 {
-    size_t per_token = (size_t)(x->K + 1) * (size_t)x->K * (size_t)x->H;
+    size_t per_token = (size_t)(x->s.K + 1) * (size_t)x->s.K * (size_t)x->s.H;
     size_t group = FIT_ELEMENTS / per_token ? FIT_ELEMENTS / per_token : 1;
     for (size_t start = 0; start < n && *lo <= *hi; start += group)
         if (pg_fit_group(x, d, tokens + start, n - start < group ? n - start : group, lo, hi, err,
@@ -585,25 +513,25 @@ int golden_pg_prepare_rows_ignored(void *ctx, const golden_diag_data *d, const i
                                    size_t n, char *err, size_t err_len)
 {
     pg_ctx *x = ctx;
-    int64_t lo = 0, hi = x->R;
+    int64_t lo = 0, hi = x->s.R;
     x->x_found = false;
-    if ((size_t)(x->K + 1) * (size_t)x->K * (size_t)x->H > FIT_ELEMENTS)
+    if ((size_t)(x->s.K + 1) * (size_t)x->s.K * (size_t)x->s.H > FIT_ELEMENTS)
         return 0; /* one token's variants alone would exceed the budget */
     if (pg_fit_x(x, d, sample, n, &lo, &hi, err, err_len) != 0)
         return -1;
     if (lo > hi)
         return 0;
     if (!x->owner) {
-        x->owner = malloc((size_t)(x->R > 0 ? x->R : 1) * sizeof *x->owner);
+        x->owner = malloc((size_t)(x->s.R > 0 ? x->s.R : 1) * sizeof *x->owner);
         if (!x->owner) {
             snprintf(err, err_len, "out of memory for a diagnosis model");
             return -1;
         }
-        for (int64_t r = 0; r < x->R; r++)
+        for (int64_t r = 0; r < x->s.R; r++)
             x->owner[r] = -1; /* a row no slot reads */
-        for (int64_t i = 0; i < x->T * x->K; i++)
-            if (x->idx[i] < x->R)
-                x->owner[x->idx[i]] = (int32_t)i;
+        for (int64_t i = 0; i < x->s.T * x->s.K; i++)
+            if (x->s.idx[i] < x->s.R)
+                x->owner[x->s.idx[i]] = (int32_t)i;
     }
     /* Narrow [lo, hi] with the tokens that read rows inside it: the token
      * reading row r tells X <= r from X > r, unless that row adds nothing
@@ -615,7 +543,7 @@ int golden_pg_prepare_rows_ignored(void *ctx, const golden_diag_data *d, const i
             int64_t r = lo + (hi - lo) * s / 16;
             if (x->owner[r] < 0)
                 continue;
-            int64_t t = x->owner[r] / x->K;
+            int64_t t = x->owner[r] / x->s.K;
             if (count == 0 || tokens[count - 1] != t)
                 tokens[count++] = t;
         }
@@ -627,7 +555,7 @@ int golden_pg_prepare_rows_ignored(void *ctx, const golden_diag_data *d, const i
         if (lo == before_lo && hi == before_hi)
             break;
     }
-    if (lo >= x->R)
+    if (lo >= x->s.R)
         return 0; /* only "nothing ignored" fits */
     x->x_found = true;
     x->x_lo = lo;

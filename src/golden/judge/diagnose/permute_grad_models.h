@@ -14,11 +14,8 @@
 
 /* A MoeTokenPermuteGrad run, as its models see it. */
 typedef struct pg_ctx {
-    moeperm_dtype dtype;
+    golden_diag_sum s;  /* first: the shared variants take it */
     const void *grad;   /* permuted_output_grad [R, H] */
-    const int32_t *idx; /* sorted_indices [T*K] */
-    int64_t R, H, T, K;
-    bool has_dropped;
     int32_t *owner; /* owner[row]: a slot position t*K+k that reads it, or -1 (owned) */
     bool x_found;   /* rows-ignored-from: X in [x_lo, x_hi] */
     int64_t x_lo, x_hi;

@@ -19,16 +19,27 @@
 #define SAMPLE_ELEMENTS ((size_t)1 << 24)
 #define BLOCK_BYTES ((size_t)32 << 20)
 #define CONFIRM_MAX 6
+/* Whole outputs' worth of rows the partial models may run on, after the
+ * sample: what bounds a diagnosis that nothing explains exactly. */
+#define CONFIRM_OUTPUTS 3
 
-/* Runs a model over the given rows block by block and tallies it; stops
- * early once it contradicts more elements than could ever be explained. */
+/* How a full evaluation may stop early: once the model contradicts
+ * anything (when an exact finding is already in hand, a partial one is
+ * never reported), or once it can no longer explain more than it
+ * contradicts (what a partial finding needs to be reported). */
+typedef enum stop_rule { STOP_ON_CONTRADICTION, STOP_WHEN_UNREPORTABLE } stop_rule;
+
+/* Runs a model over the given rows (all of them when rows is NULL) block
+ * by block and tallies it.  *done receives how many rows it ran on. */
 static int evaluate(const golden_diag_operator *op, void *ctx, const golden_diag_model *m,
                     int variant, const golden_diag_data *d, const int64_t *rows, size_t n,
-                    bool all_rows, golden_diag_tally *t, char *err, size_t err_len)
+                    stop_rule rule, golden_diag_tally *t, size_t *done, char *err,
+                    size_t err_len)
 {
     size_t per_row = op->row_elements(ctx) * sizeof(float);
     size_t block = BLOCK_BYTES / per_row ? BLOCK_BYTES / per_row : 1;
     size_t es = moeperm_dtype_size(d->dtype);
+    bool all_rows = rows == NULL;
     uint8_t *out = malloc((block < n ? block : n) * (size_t)d->cols * es + 1);
     int64_t *ids = all_rows ? malloc(block * sizeof *ids) : NULL;
     int rc = -1;
@@ -37,18 +48,23 @@ static int evaluate(const golden_diag_operator *op, void *ctx, const golden_diag
         goto done;
     }
     *t = (golden_diag_tally){0, 0};
+    *done = 0;
+    uint64_t left = 0; /* differing elements in the rows not yet run */
+    for (size_t i = 0; i < n; i++)
+        left += d->row_differ[all_rows ? (int64_t)i : rows[i]];
     for (size_t start = 0; start < n; start += block) {
         size_t count = n - start < block ? n - start : block;
-        const int64_t *these = rows + start;
-        if (all_rows) {
-            for (size_t i = 0; i < count; i++)
-                ids[i] = (int64_t)(start + i);
-            these = ids;
-        }
+        const int64_t *these = all_rows ? ids : rows + start;
+        for (size_t i = 0; all_rows && i < count; i++)
+            ids[i] = (int64_t)(start + i);
         if (m->compute(ctx, variant, these, count, out, err, err_len) != 0)
             goto done;
         golden_diag_tally_rows(d, these, count, out, t);
-        if (t->contradicted > d->differing)
+        for (size_t i = 0; i < count; i++)
+            left -= d->row_differ[these[i]];
+        *done += count;
+        if (rule == STOP_ON_CONTRADICTION ? t->contradicted > 0
+                                          : t->contradicted >= t->explained + left)
             break;
     }
     rc = 0;
@@ -108,7 +124,7 @@ static int operator_models(const golden_diag_operator *op, void *ctx, const gold
     }
 
     trial trials[256];
-    size_t count = 0;
+    size_t count = 0, ran;
     for (size_t i = 0; i < op->count; i++) {
         const golden_diag_model *m = &op->models[i];
         if (m->prepare && m->prepare(ctx, d, sample, n, err, err_len) != 0)
@@ -116,36 +132,67 @@ static int operator_models(const golden_diag_operator *op, void *ctx, const gold
         int list[GOLDEN_DIAG_SELECT_MAX];
         size_t listed = sizeof list / sizeof list[0];
         int variants = m->variants(ctx);
-        if (m->select) {
+        if (m->select && variants > 0) {
             m->select(ctx, d, sample, n, list, &listed);
             variants = (int)listed;
         }
         for (int i_v = 0; i_v < variants && count < sizeof trials / sizeof trials[0]; i_v++) {
             int v = m->select ? list[i_v] : i_v;
             trial t = {m, v, {0, 0}};
-            if (evaluate(op, ctx, m, v, d, sample, n, false, &t.sample, err, err_len) != 0)
+            if (evaluate(op, ctx, m, v, d, sample, n, STOP_WHEN_UNREPORTABLE, &t.sample, &ran,
+                         err, err_len) != 0)
                 return -1;
             if (t.sample.explained > t.sample.contradicted)
                 trials[count++] = t;
         }
     }
-    /* The best few on the sample run on everything. */
+    /* The best on the sample run on everything: those exact on the sample
+     * first, then (when none turned out exact) the partial ones, until
+     * CONFIRM_MAX have run or they have cost CONFIRM_OUTPUTS whole outputs. */
     for (size_t i = 1; i < count; i++)
         for (size_t j = i; j > 0 && sample_rank(&trials[j], &trials[j - 1]) < 0; j--) {
             trial s = trials[j];
             trials[j] = trials[j - 1];
             trials[j - 1] = s;
         }
+    bool exact_found = false;
+    uint64_t rows_run = 0, rows_budget = CONFIRM_OUTPUTS * (uint64_t)d->rows;
     for (size_t i = 0; i < count && i < CONFIRM_MAX; i++) {
+        bool sample_exact = trials[i].sample.contradicted == 0;
+        if (!sample_exact && (exact_found || rows_run >= rows_budget))
+            break;
         golden_diag_tally t;
-        if (evaluate(op, ctx, trials[i].m, trials[i].variant, d, NULL, (size_t)d->rows, true, &t,
-                     err, err_len) != 0)
+        if (evaluate(op, ctx, trials[i].m, trials[i].variant, d, NULL, (size_t)d->rows,
+                     exact_found ? STOP_ON_CONTRADICTION : STOP_WHEN_UNREPORTABLE, &t, &ran, err,
+                     err_len) != 0)
             return -1;
+        rows_run += ran;
+        if (ran < (size_t)d->rows)
+            continue; /* stopped early: it cannot be reported */
+        exact_found |= t.contradicted == 0;
         char detail[256];
         trials[i].m->describe(ctx, trials[i].variant, detail, sizeof detail);
         golden_diag_offer(cs, trials[i].m->info.id, (int)(trials[i].m - op->models), detail, t);
     }
     return 0;
+}
+
+/* d->row_differ and d->differing; rows whose bytes are equal cost a
+ * memcmp. */
+static GOLDEN_BITS_INLINE void count_differing(moeperm_dtype dt, golden_diag_data *d)
+{
+    size_t es = golden_bits_size(dt), row_bytes = (size_t)d->cols * es;
+    for (int64_t r = 0; r < d->rows; r++) {
+        uint64_t base = (uint64_t)r * (uint64_t)d->cols;
+        if (memcmp((const uint8_t *)d->expected + base * es, (const uint8_t *)d->actual + base * es,
+                   row_bytes) == 0)
+            continue;
+        for (int64_t c = 0; c < d->cols; c++)
+            d->row_differ[r] += !golden_bits_same(
+                dt, golden_bits_load(dt, d->expected, base + (uint64_t)c),
+                golden_bits_load(dt, d->actual, base + (uint64_t)c), d->strict_nan);
+        d->differing += d->row_differ[r];
+    }
 }
 
 static int by_report_order(const void *pa, const void *pb)
@@ -165,8 +212,8 @@ int golden_diagnose(const golden_diag_problem *p, const golden_diag_tensor *expe
                     size_t err_len)
 {
     memset(out, 0, sizeof *out);
-    golden_diag_data d = {expected->dtype, 0,    1, expected->data, actual,
-                          strict_nan,      0,    NULL,  "row"};
+    golden_diag_data d = {expected->dtype, 0, 1, expected->data, actual, strict_nan, 0, NULL,
+                          "row", NULL, NULL};
     if (moeperm_dtype_size(d.dtype) == 0) {
         snprintf(err, err_len, "%s: dtype %d is not one the diagnosis reads",
                  expected->name ? expected->name : "output", (int)d.dtype);
@@ -193,14 +240,7 @@ int golden_diagnose(const golden_diag_problem *p, const golden_diag_tensor *expe
         snprintf(err, err_len, "out of memory for the diagnosis");
         return -1;
     }
-    for (int64_t r = 0; r < d.rows; r++) {
-        uint64_t base = (uint64_t)r * (uint64_t)d.cols;
-        for (int64_t c = 0; c < d.cols; c++)
-            d.row_differ[r] +=
-                !golden_diag_same(&d, golden_bits_load(d.dtype, d.expected, base + (uint64_t)c),
-                                  golden_bits_load(d.dtype, d.actual, base + (uint64_t)c));
-        d.differing += d.row_differ[r];
-    }
+    GOLDEN_BITS_SPECIALISE(d.dtype, count_differing, &d);
     out->differing = d.differing;
     int rc = 0;
     golden_diag_candidates *cs = calloc(1, sizeof *cs);
@@ -212,26 +252,37 @@ int golden_diagnose(const golden_diag_problem *p, const golden_diag_tensor *expe
     if (d.differing == 0)
         goto done;
 
+    void *ctx = NULL;
     if (op) {
-        void *ctx = calloc(1, op->context_size);
+        ctx = calloc(1, op->context_size);
         if (!ctx) {
             snprintf(err, err_len, "out of memory for the diagnosis");
             rc = -1;
             goto done;
         }
-        if (op->setup(p, expected, ctx))
+        if (op->setup(p, expected, ctx)) {
+            d.special_possible = op->special_possible;
+            d.special_ctx = ctx;
             rc = operator_models(op, ctx, &d, cs, err, err_len);
+        }
+    }
+    /* An operator's model that reproduces the output is the explanation: a
+     * pattern read from the output alone is neither sought nor reported
+     * beside it. */
+    bool model_exact = false;
+    for (size_t i = 0; i < cs->n; i++)
+        model_exact |= cs->c[i].f.exact && cs->c[i].rank < GOLDEN_DIAG_RANK_SHAPE;
+    if (rc == 0 && !model_exact && golden_diag_shapes(&d, cs) != 0) {
+        snprintf(err, err_len, "out of memory for the diagnosis");
+        rc = -1;
+    }
+    if (op) {
         if (op->cleanup)
             op->cleanup(ctx);
         free(ctx);
-        if (rc != 0)
-            goto done;
     }
-    if (golden_diag_shapes(&d, cs) != 0) {
-        snprintf(err, err_len, "out of memory for the diagnosis");
-        rc = -1;
+    if (rc != 0)
         goto done;
-    }
 
     /* Exact findings alone when there are some; otherwise those that
      * explain more than they contradict. */
