@@ -18,7 +18,7 @@
  * objects, except the writers, which install process-wide signal handlers
  * to clean up temporaries (see moeperm_golden_case_write()).
  *
- * Depends on libmoeperm (moeperm.h), json-c and Nettle.
+ * Depends on libmoeperm (moeperm.h), json-c and OpenSSL's libcrypto.
  */
 #ifndef MOEPERM_GOLDEN_H
 #define MOEPERM_GOLDEN_H

@@ -22,17 +22,17 @@ forbid() {
 }
 
 # libmoeperm: libc, OpenMP and its own files; nothing of golden, backends, tools
-forbid src/x86 'golden|backend|npu|json|nettle' "the kernels include nothing from the layers above"
+forbid src/x86 'golden|backend|npu|json|openssl' "the kernels include nothing from the layers above"
 for f in "$root"/src/*.c "$root"/src/*.h; do
     [ -e "$f" ] || continue
-    if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](golden|backend|npu|json-c|nettle|moeperm/golden)' "$f"; then
+    if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](golden|backend|npu|json-c|openssl|moeperm/golden)' "$f"; then
         echo "FAIL $f includes a layer above libmoeperm" >&2
         failures=$((failures + 1))
     fi
 done
 # backends: libmoeperm's public header and their own interface
-forbid src/backend 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.h' "backends know no golden data and no library internals"
-forbid src/npu 'golden|moeperm/golden|json|nettle|internal\.h|kernel\.h|fp\.h' "the npu backend knows no golden data and no library internals"
+forbid src/backend 'golden|moeperm/golden|json|openssl|internal\.h|kernel\.h|fp\.h' "backends know no golden data and no library internals"
+forbid src/npu 'golden|moeperm/golden|json|openssl|internal\.h|kernel\.h|fp\.h' "the npu backend knows no golden data and no library internals"
 # golden: libmoeperm's public header only (and its own files)
 forbid src/golden '\.\./internal\.h|kernel\.h|fp\.h|backend|npu' "the golden library uses libmoeperm's public API only"
 # golden's rooms: judge -> case -> common, generate -> case -> common
@@ -55,7 +55,7 @@ forbid examples 'internal\.h|kernel\.h|fp\.h|golden/|backend|npu' "the examples 
 hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include' "$root/src/aclnn" --include='*.c' --include='*.h' |
     grep -vE '#[[:space:]]*include[[:space:]]*(<moeperm/moeperm\.h>|<[a-z]+(/[a-z]+)?\.h>|"internal\.h"|"(acl|aclnn|aclnnop)/[a-z_/]+\.h")' |
     grep -E '#[[:space:]]*include' || true)
-hits="$hits$(grep -rnE '#[[:space:]]*include[[:space:]]*<(json|nettle|cmocka|moeperm/)' "$root/src/aclnn" |
+hits="$hits$(grep -rnE '#[[:space:]]*include[[:space:]]*<(json|openssl|cmocka|moeperm/)' "$root/src/aclnn" |
     grep -v '<moeperm/moeperm\.h>' || true)"
 if [ -n "$hits" ]; then
     echo "FAIL src/aclnn: it includes only <moeperm/moeperm.h>, libc and its own headers:" >&2

@@ -623,7 +623,12 @@ int golden_npy_read_file_at(int dirfd, const char *path, moeperm_dtype dtype,
         golden_sha256_init(&hash);
         golden_sha256_update(&hash, head, (size_t)h.data_offset);
         golden_sha256_update(&hash, buffer, (size_t)h.data_bytes);
-        golden_sha256_finish(&hash, hex);
+        if (golden_sha256_finish(&hash, hex) != 0) {
+            snprintf(err, err_len, "out of memory hashing %s", path);
+            free(buffer);
+            free(head);
+            return -1;
+        }
     }
     free(head);
     *data = buffer;

@@ -187,9 +187,13 @@ static void *hash_thread(void *arg)
         golden_sha256_init(&hash);
         for (size_t done = 0; (n = wait_bytes(w, i, done, 1)) > 0; done += (size_t)n)
             golden_sha256_update(&hash, (const uint8_t *)w->jobs[i].t->data + done, (size_t)n);
+        int rc = golden_sha256_finish(&hash, w->jobs[i].hex);
         if (n < 0)
             return NULL;
-        golden_sha256_finish(&hash, w->jobs[i].hex);
+        if (rc != 0) {
+            writer_fail(w, w->jobs[i].t, ENOMEM);
+            return NULL;
+        }
     }
 }
 

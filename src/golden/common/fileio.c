@@ -126,6 +126,7 @@ int golden_read_file_at(int dirfd, const char *path, const char *what, uint64_t 
             snprintf(err, err_len, "%s: reading %s failed after %llu of %llu bytes: %s", what,
                      path, (unsigned long long)done, (unsigned long long)size,
                      got < 0 ? strerror(errno) : "unexpected end of file");
+            golden_sha256_finish(&hash, hex);
             free(buffer);
             close(fd);
             return -1;
@@ -134,7 +135,11 @@ int golden_read_file_at(int dirfd, const char *path, const char *what, uint64_t 
         done += (uint64_t)got;
     }
     close(fd);
-    golden_sha256_finish(&hash, hex);
+    if (golden_sha256_finish(&hash, hex) != 0) {
+        snprintf(err, err_len, "%s: out of memory hashing %s", what, path);
+        free(buffer);
+        return -1;
+    }
     *data = buffer;
     return 0;
 }
