@@ -10,6 +10,13 @@
  * any order; it is rounded once, to nearest even, into a double.  A long
  * double or compensated sum would be close but not exact when the terms
  * cancel, and cancellation is exactly where an order matters.
+ *
+ * Adding each product into that integer costs tens of nanoseconds, so a
+ * row goes there in a few pieces instead (add_chunk()): the products of a
+ * chunk of columns are split, in plain double arithmetic, into levels
+ * whose parts add up without any rounding, and only each level's sum goes
+ * into the integer.  The integer and its one rounding stay the single
+ * place where the value is made; the levels change how fast, not what.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,9 +52,11 @@ static void normalise(exact_sum *e)
     e->adds = 0;
 }
 
-static void add_product(exact_sum *e, float x, float g)
+/* Adds p, a product of two binary32 values or a sum of such products
+ * that a double holds exactly (every non-zero one is a multiple of 2^-298
+ * below 2^352 in magnitude). */
+static void add_value(exact_sum *e, double p)
 {
-    double p = (double)x * (double)g;
     if (isnan(p)) {
         e->nan = true;
         return;
@@ -74,6 +83,11 @@ static void add_product(exact_sum *e, float x, float g)
         e->digit[at + i] += (bits >> 63) ? -parts[i] : parts[i];
     if (++e->adds == ADDS_PER_NORMALISE)
         normalise(e);
+}
+
+static void add_product(exact_sum *e, float x, float g)
+{
+    add_value(e, (double)x * (double)g);
 }
 
 /* The nearest double to the exact sum, ties to even. */
@@ -128,6 +142,130 @@ static float widen(moeperm_dtype dtype, const char *base, int64_t index)
     return dtype == MOEPERM_BF16 ? fp_bf16_to_float(h) : fp_fp16_to_float(h);
 }
 
+/* Columns per chunk, and the sums the loops below keep apart, two to a
+ * vector register (their order does not matter: every addition there is
+ * exact). */
+#define CHUNK 2048
+#define LANES 8
+/* 2^CHUNK_BITS >= 2 * (CHUNK + 2) */
+#define CHUNK_BITS 13
+/* After this many levels a chunk's products go one by one: each level
+ * takes about 52 - CHUNK_BITS bits off the widest product, so only
+ * products that span hundreds of binades get here. */
+#define MAX_LEVELS 8
+
+/* Two doubles: a vector register of every 64-bit target (SSE2 on x86-64).
+ * GNU C vector extensions: the compiler maps them onto the target's
+ * registers, or onto scalars. */
+typedef double pair_d __attribute__((vector_size(16)));
+typedef int64_t pair_i __attribute__((vector_size(16)));
+#define PAIRS (LANES / 2)
+
+/* a where a > b, else b; and |a|.  Macros, as GNU C has no vector ?:. */
+#define PAIR_MAX(a, b) ((pair_d)(((pair_i)(a) & ((a) > (b))) | ((pair_i)(b) & ~((a) > (b)))))
+#define PAIR_ABS(a) ((pair_d)((pair_i)(a) & INT64_MAX))
+
+/* count elements of a row, from element `index` on, `stride` elements
+ * apart, widened into out (zeros for a row that is absent: base NULL),
+ * then zeros up to the next multiple of LANES. */
+static void widen_run(moeperm_dtype dtype, const char *base, int64_t index, int64_t stride,
+                      int64_t count, float *restrict out)
+{
+    int64_t j = 0;
+    if (base && dtype == MOEPERM_BF16) {
+        /* fp_bf16_to_float() without the quiet bit: a NaN stays a NaN,
+         * which is all add_chunk() asks of it. */
+        for (; j < count; j++) {
+            uint16_t h;
+            memcpy(&h, base + (index + j * stride) * 2, sizeof h);
+            out[j] = fp_from_bits((uint32_t)h << 16);
+        }
+    } else if (base) {
+        for (; j < count; j++)
+            out[j] = widen(dtype, base, index + j * stride);
+    }
+    for (; j % LANES != 0 || j < count; j++)
+        out[j] = 0.0f;
+}
+
+/*
+ * Adds the products x[j] * g[j], j < count (a multiple of LANES, at most
+ * CHUNK), to e, exactly.
+ *
+ * A level takes every product p (|p| <= m) apart as p = q + r with
+ * sigma = 2^k >= 2^CHUNK_BITS * m, q = (sigma + p) - sigma and r = p - q,
+ * in double arithmetic rounding to nearest (Rump, Ogita and Oishi's
+ * ExtractScalar, "Accurate floating-point summation part I", SIAM J. Sci.
+ * Comput. 31, 2008):
+ *
+ * - sigma + p lies in [sigma / 2, 2 sigma], where doubles are multiples of
+ *   u = 2^(k-53), so q is one too, and the subtraction is exact (Sterbenz);
+ * - r is the rounding error of sigma + p, which a double always holds, so
+ *   p = q + r exactly, with |r| <= u;
+ * - the q's and every partial sum of them are multiples of u of magnitude
+ *   at most count * (m + u) <= sigma = 2^53 u: a double holds each, so
+ *   adding them rounds nothing, in any order.
+ *
+ * The level's sum goes into e and the r's become the next level's
+ * products, about 52 - CHUNK_BITS bits narrower, until none is left.  A
+ * chunk with a NaN or an infinity among its products, or one still not
+ * done after MAX_LEVELS levels, adds its products one by one.
+ */
+static double widest_of(const pair_d *m)
+{
+    double widest = 0;
+    for (int l = 0; l < PAIRS; l++)
+        for (int k = 0; k < 2; k++)
+            widest = m[l][k] > widest ? m[l][k] : widest;
+    return widest;
+}
+
+static void add_chunk(exact_sum *e, const float *x, const float *g, int64_t count)
+{
+    pair_d p[CHUNK / 2], m[PAIRS] = {{0}}, special[PAIRS] = {{0}};
+    for (int64_t j = 0; j < count / 2; j += PAIRS)
+        for (int l = 0; l < PAIRS; l++) {
+            int64_t at = 2 * (j + l);
+            pair_d v = {(double)x[at] * (double)g[at], (double)x[at + 1] * (double)g[at + 1]};
+            p[j + l] = v;
+            m[l] = PAIR_MAX(PAIR_ABS(v), m[l]);
+            special[l] += v * 0.0; /* NaN for an infinity or a NaN */
+        }
+    double widest = widest_of(m), specials = 0;
+    for (int l = 0; l < PAIRS; l++)
+        specials += special[l][0] + special[l][1];
+    for (int level = 0; widest != 0 && specials == 0 && level < MAX_LEVELS; level++) {
+        int exponent;
+        frexp(widest, &exponent); /* widest <= 2^exponent */
+        double sigma_1 = ldexp(1.0, exponent + CHUNK_BITS);
+        pair_d sigma = {sigma_1, sigma_1}, sum[PAIRS] = {{0}};
+        for (int l = 0; l < PAIRS; l++)
+            m[l] = (pair_d){0, 0};
+        for (int64_t j = 0; j < count / 2; j += PAIRS)
+            for (int l = 0; l < PAIRS; l++) {
+                pair_d v = p[j + l];
+                pair_d q = (sigma + v) - sigma;
+                pair_d r = v - q;
+                p[j + l] = r;
+                sum[l] += q;
+                m[l] = PAIR_MAX(PAIR_ABS(r), m[l]);
+            }
+        double total = 0;
+        for (int l = 0; l < PAIRS; l++)
+            total += sum[l][0] + sum[l][1];
+        widest = widest_of(m);
+        add_value(e, total);
+    }
+    if (widest == 0 && specials == 0)
+        return;
+    /* What is left (all of it after a special value) one by one. */
+    for (int64_t j = 0; j < count; j++)
+        if (specials != 0)
+            add_product(e, x[j], g[j]);
+        else
+            add_value(e, p[j / 2][j % 2]);
+}
+
 moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tensor *grad,
                                 const moeperm_tensor *indices, int64_t top_k, double *exact)
 {
@@ -149,13 +287,15 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
         uint64_t s = (uint64_t)(int64_t)idx[i * indices->strides[0]];
         exact_sum e;
         memset(&e, 0, sizeof e);
-        for (int64_t h = 0; h < hidden; h++) {
-            float gv = widen(grad->dtype, g, n * grad->strides[0] + h * grad->strides[1]);
-            float xv = s < (uint64_t)rows
-                           ? widen(tokens->dtype, t,
-                                   (int64_t)s * tokens->strides[0] + h * tokens->strides[1])
-                           : 0.0f;
-            add_product(&e, xv, gv);
+        float xs[CHUNK], gs[CHUNK];
+        for (int64_t h = 0; h < hidden; h += CHUNK) {
+            int64_t count = hidden - h < CHUNK ? hidden - h : CHUNK;
+            widen_run(grad->dtype, g, n * grad->strides[0] + h * grad->strides[1],
+                      grad->strides[1], count, gs);
+            widen_run(tokens->dtype, s < (uint64_t)rows ? t : NULL,
+                      (int64_t)s * tokens->strides[0] + h * tokens->strides[1],
+                      tokens->strides[1], count, xs);
+            add_chunk(&e, xs, gs, (count + LANES - 1) / LANES * LANES);
         }
         exact[i] = round_sum(&e);
     }

@@ -128,14 +128,16 @@ static void expect_double_bits(double got, double want, const char *context)
 
 /* Random rows with heavy cancellation (each token's second half repeats
  * its first with the sign flipped, plus noise), every dtype, some slots
- * dropped. */
+ * dropped; rows of 1000 columns and of 5000 (longer than the library's
+ * pieces of a row, which hold a few thousand). */
 static void test_exact_equals_a_128_bit_fixed_point_sum(void **state)
 {
     (void)state;
-    const moeperm_dtype dtypes[3] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
+    const moeperm_dtype dtypes[6] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT,
+                                     MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
     uint64_t seed = 7;
-    for (int d = 0; d < 3; d++) {
-        int64_t tokens_num = 6, top_k = 3, hidden = 1000, rows = 14;
+    for (int d = 0; d < 6; d++) {
+        int64_t tokens_num = 6, top_k = 3, hidden = d < 3 ? 1000 : 5000, rows = 14;
         exact_case *c = case_new(dtypes[d], tokens_num, top_k, hidden, rows);
         for (int64_t i = 0; i < rows * hidden; i++) {
             int64_t h = i % hidden;
@@ -156,7 +158,8 @@ static void test_exact_equals_a_128_bit_fixed_point_sum(void **state)
         assert_int_equal(call_exact(c, exact, 18), MOEPERM_SUCCESS);
         for (int64_t i = 0; i < 18; i++) {
             char context[64];
-            snprintf(context, sizeof context, "dtype %d slot %lld", d, (long long)i);
+            snprintf(context, sizeof context, "dtype %d hidden %lld slot %lld", (int)dtypes[d],
+                     (long long)hidden, (long long)i);
             expect_double_bits(exact[i], fixed_point_dot(c, i), context);
         }
         case_free(c);
@@ -208,6 +211,64 @@ static void test_exact_at_the_extremes_of_binary32(void **state)
     expect_double_bits(exact_of_row(zero, one, 2), 0.0, "exact zero is +0");
     free(big);
     free(big_g);
+}
+
+/* 2^e as a product of two binary32 powers of two, e in [-298, 254]. */
+static void power_product(int e, float *x, float *g)
+{
+    *x = ldexpf(1.0f, e - e / 2);
+    *g = ldexpf(1.0f, e / 2);
+}
+
+/* A sum whose rounding turns on its smallest term, 2^-270, with pairs of
+ * terms that cancel in every 40th binade between: (2^250 + 2^198) + 2^197
+ * is a tie between two doubles, so -2^-270 rounds it down to the odd one
+ * and +2^-270 up to the even one, and a sum that lost the smallest term
+ * would round the tie to even both times.  The terms span more binades
+ * than any fixed number of double-precision sums can hold. */
+static void test_exact_with_terms_across_every_binade(void **state)
+{
+    (void)state;
+    enum { HIDDEN = 4500 };
+    float *x = calloc(HIDDEN, 4), *g = calloc(HIDDEN, 4);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int i = 0; i < HIDDEN; i++)
+            x[i] = g[i] = 0.0f;
+        power_product(250, &x[0], &g[0]);
+        power_product(198, &x[1], &g[1]);
+        power_product(197, &x[2], &g[2]);
+        power_product(-270, &x[3], &g[3]);
+        x[3] *= (float)sign;
+        for (int i = 2, at = 100; 250 - 40 * i >= -298; i++, at += 2) {
+            power_product(250 - 40 * i, &x[at], &g[at]);
+            power_product(250 - 40 * i, &x[at + 1], &g[at + 1]);
+            x[at + 1] = -x[at + 1];
+        }
+        double want = sign < 0 ? 0x1p250 + 0x1p198 : 0x1p250 + 0x1p199;
+        expect_double_bits(exact_of_row(x, g, HIDDEN), want,
+                           sign < 0 ? "just below the tie" : "just above the tie");
+    }
+    free(x);
+    free(g);
+}
+
+/* A NaN or an infinity far into a long row still decides the result. */
+static void test_specials_far_into_a_long_row(void **state)
+{
+    (void)state;
+    enum { HIDDEN = 7000 };
+    float *x = calloc(HIDDEN, 4), *g = calloc(HIDDEN, 4);
+    for (int i = 0; i < HIDDEN; i++)
+        x[i] = 1.0f, g[i] = 0.5f;
+    expect_double_bits(exact_of_row(x, g, HIDDEN), 3500.0, "finite");
+    x[6500] = NAN;
+    assert_true(isnan(exact_of_row(x, g, HIDDEN)));
+    x[6500] = -INFINITY;
+    expect_double_bits(exact_of_row(x, g, HIDDEN), -INFINITY, "-inf");
+    x[10] = INFINITY;
+    assert_true(isnan(exact_of_row(x, g, HIDDEN)));
+    free(x);
+    free(g);
 }
 
 static void test_specials_and_dropped_slots(void **state)
@@ -272,6 +333,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_equals_a_128_bit_fixed_point_sum),
         cmocka_unit_test(test_exact_at_the_extremes_of_binary32),
+        cmocka_unit_test(test_exact_with_terms_across_every_binade),
+        cmocka_unit_test(test_specials_far_into_a_long_row),
         cmocka_unit_test(test_specials_and_dropped_slots),
         cmocka_unit_test(test_refusals_leave_exact_untouched),
     };
