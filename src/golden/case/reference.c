@@ -12,6 +12,7 @@
 #include <moeperm/golden.h>
 
 #include "golden/case/ops.h"
+#include "golden/case/writer.h"
 #include "golden/common/text.h"
 
 /* ---------------------------------------------------------------------- */
@@ -121,8 +122,10 @@ static moeperm_status exact_values(const moeperm_golden_case *c, void *const *ex
     return st;
 }
 
+/* The reference run; w (when not NULL) gets c's outputs as soon as the
+ * operator has made them, while the exact values are worked out. */
 static moeperm_status reference(const moeperm_golden_case *c, void *const *outputs, void *const *exact,
-                                bool run, char *err, size_t err_len)
+                                bool run, golden_case_writer *w, char *err, size_t err_len)
 {
     if (!moeperm_op_name(c->op)) {
         snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
@@ -147,6 +150,9 @@ static moeperm_status reference(const moeperm_golden_case *c, void *const *outpu
         }
         st = moeperm_executor_run(workspace, workspace_size, executor, NULL);
         free(workspace);
+        for (size_t i = 0; w && st == MOEPERM_SUCCESS && i < c->tensor_count; i++)
+            if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT)
+                golden_case_writer_ready(w, &c->tensors[i], c->tensors[i].bytes);
         if (st == MOEPERM_SUCCESS && exact)
             st = exact_values(c, exact);
     }
@@ -159,7 +165,7 @@ static moeperm_status reference(const moeperm_golden_case *c, void *const *outpu
 moeperm_status moeperm_golden_run_reference(const moeperm_golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len)
 {
-    return reference(c, outputs, exact, true, err, err_len);
+    return reference(c, outputs, exact, true, NULL, err, err_len);
 }
 
 moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char *err, size_t err_len)
@@ -184,7 +190,7 @@ moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char
         n++;
     }
     if (st == MOEPERM_SUCCESS)
-        st = reference(c, scratch, NULL, false, err, err_len);
+        st = reference(c, scratch, NULL, false, NULL, err, err_len);
     for (size_t i = 0; i < n; i++)
         free(scratch[i]);
     return st;
@@ -243,7 +249,7 @@ static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_r
     }
     t->bytes = (size_t)bytes;
     t->file = golden_strdup_printf("%s.bin", name);
-    t->data = t->bytes ? calloc(1, t->bytes) : NULL;
+    t->data = golden_tensor_alloc(t->bytes, true);
     c->tensor_count++;
     if (!t->file || (t->bytes && !t->data)) {
         snprintf(err, err_len, "out of memory for %s", name);
@@ -326,6 +332,12 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
 
 int moeperm_golden_case_finish(moeperm_golden_case *c, char *err, size_t err_len)
 {
+    return golden_case_finish_writing(c, NULL, err, err_len);
+}
+
+int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, char *err,
+                               size_t err_len)
+{
     for (size_t i = 0; i < c->tensor_count; i++)
         if (c->tensors[i].role != MOEPERM_GOLDEN_ROLE_INPUT) {
             snprintf(err, err_len, "the case already has the output %s", c->tensors[i].name);
@@ -343,7 +355,7 @@ int moeperm_golden_case_finish(moeperm_golden_case *c, char *err, size_t err_len
     }
     char inner[512];
     moeperm_status st =
-        moeperm_golden_run_reference(c, outputs, n_exact ? exact : NULL, inner, sizeof inner);
+        reference(c, outputs, n_exact ? exact : NULL, true, w, inner, sizeof inner);
     if (st != MOEPERM_SUCCESS) {
         snprintf(err, err_len, "the operator refuses the case (%s): %s", moeperm_status_name(st),
                  inner);

@@ -183,17 +183,19 @@ static void *hash_thread(void *arg)
     golden_case_writer *w = arg;
     for (size_t i = 0;; i++) {
         golden_sha256 hash;
+        char hex[GOLDEN_SHA256_HEX];
         int64_t n;
         golden_sha256_init(&hash);
         for (size_t done = 0; (n = wait_bytes(w, i, done, 1)) > 0; done += (size_t)n)
             golden_sha256_update(&hash, (const uint8_t *)w->jobs[i].t->data + done, (size_t)n);
-        int rc = golden_sha256_finish(&hash, w->jobs[i].hex);
+        int rc = golden_sha256_finish(&hash, hex); /* frees the hash's memory */
         if (n < 0)
             return NULL;
         if (rc != 0) {
             writer_fail(w, w->jobs[i].t, ENOMEM);
             return NULL;
         }
+        memcpy(w->jobs[i].hex, hex, sizeof hex);
     }
 }
 
@@ -222,6 +224,31 @@ static void writer_free(golden_case_writer *w, bool remove_tmp)
     pthread_cond_destroy(&w->changed);
     pthread_mutex_destroy(&w->lock);
     free(w);
+}
+
+/* golden_tensor_alloc() zeroes this much at a time. */
+#define ZERO_PIECE ((size_t)2 << 20)
+
+void *golden_tensor_alloc(size_t bytes, bool zero)
+{
+    if (bytes < GOLDEN_DIRECT_MIN)
+        return bytes ? calloc(1, bytes) : NULL;
+    void *data = aligned_alloc(GOLDEN_IO_ALIGN,
+                               (bytes + GOLDEN_IO_ALIGN - 1) / GOLDEN_IO_ALIGN * GOLDEN_IO_ALIGN);
+    if (!data || !zero)
+        return data;
+    /* Zeroing first touches every page of fresh memory, which costs several
+     * times the stores themselves: spread over the threads, as the
+     * operator's own writes would have been under calloc(). */
+    int64_t pieces = (int64_t)((bytes + ZERO_PIECE - 1) / ZERO_PIECE);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < pieces; i++) {
+        size_t at = (size_t)i * ZERO_PIECE;
+        memset((uint8_t *)data + at, 0, bytes - at < ZERO_PIECE ? bytes - at : ZERO_PIECE);
+    }
+    return data;
 }
 
 int golden_case_check_writable(const char *path, const moeperm_golden_case *c, char *err,

@@ -38,12 +38,24 @@ typedef struct golden_case_writer golden_case_writer;
 #define GOLDEN_IO_ALIGN ((size_t)4096)
 #define GOLDEN_DIRECT_MIN ((size_t)1 << 20)
 
+/* golden_tensor_alloc() allocates the data of a tensor of `bytes` bytes
+ * (zeroed when zero is true), for free(): one of GOLDEN_DIRECT_MIN bytes or
+ * more aligned so that the writer hands it to the disk as it is.  Returns
+ * NULL when memory runs out (or bytes is 0). */
+void *golden_tensor_alloc(size_t bytes, bool zero);
+
 golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
                                             size_t err_len);
 void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor *t, size_t ready);
 int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c, char *err,
                              size_t err_len);
 void golden_case_writer_abort(golden_case_writer *w);
+
+/* moeperm_golden_case_finish(), handing each output of c to w (when not
+ * NULL) as soon as the operator has made it, while the exact values the
+ * case also holds are worked out. */
+int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, char *err,
+                               size_t err_len);
 
 /*
  * golden_case_check_writable() refuses, with a sentence naming path and

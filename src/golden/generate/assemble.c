@@ -37,10 +37,10 @@ static void store(moeperm_dtype dtype, void *data, uint64_t i, uint32_t bits)
     }
 }
 
-/* Appends an input of the operator's slot `name`.  A large one is aligned
- * for the writer to hand it to the disk without a copy (GOLDEN_IO_ALIGN)
- * and not zeroed: its fill writes every byte.  Returns it, or NULL when
- * memory runs out. */
+/* Appends an input of the operator's slot `name`.  A large one is
+ * allocated for the writer to hand it to the disk without a copy
+ * (golden_tensor_alloc()) and not zeroed: its fill writes every byte.
+ * Returns it, or NULL when memory runs out. */
 static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *name, moeperm_dtype dtype,
                                  uint64_t ndim, int64_t d0, int64_t d1)
 {
@@ -59,11 +59,7 @@ static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *nam
     t->shape[1] = d1;
     t->bytes = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1) * moeperm_dtype_size(dtype);
     t->file = golden_strdup_printf("%s.bin", name);
-    if (t->bytes >= GOLDEN_DIRECT_MIN)
-        t->data = aligned_alloc(GOLDEN_IO_ALIGN, (t->bytes + GOLDEN_IO_ALIGN - 1) /
-                                                     GOLDEN_IO_ALIGN * GOLDEN_IO_ALIGN);
-    else
-        t->data = t->bytes ? calloc(1, t->bytes) : NULL;
+    t->data = golden_tensor_alloc(t->bytes, t->bytes < GOLDEN_DIRECT_MIN);
     if (!t->file || (t->bytes && !t->data))
         return NULL;
     return t;
@@ -306,7 +302,7 @@ static int generate(const moeperm_golden_spec *s, const char *command, moeperm_g
     }
 
     char inner[768];
-    if (moeperm_golden_case_finish(c, inner, sizeof inner) != 0) {
+    if (golden_case_finish_writing(c, w, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", s->name, inner);
         return -1;
     }
