@@ -727,7 +727,7 @@ typedef enum moeperm_isa {
     MOEPERM_ISA_AUTO = 0,      /* the chosen set, else the best this CPU has */
     MOEPERM_ISA_PORTABLE = 1,  /* the portable C11 loops, on any CPU */
     MOEPERM_ISA_X86_AVX2 = 2,  /* x86 with AVX2 and F16C */
-    MOEPERM_ISA_X86_AVX512 = 3 /* x86 with AVX-512 F, BW and VL */
+    MOEPERM_ISA_X86_AVX512 = 3 /* x86 with AVX-512 F, BW, DQ and VL */
 } moeperm_isa;
 
 /*

@@ -122,7 +122,7 @@ moeperm_status moeperm_isa_choose(moeperm_isa isa)
                             "isa = %d (%s) needs %s, which this CPU or this build lacks",
                             (int)isa, moeperm_isa_name(isa),
                             isa == MOEPERM_ISA_X86_AVX2 ? "AVX2 and F16C"
-                                                        : "AVX-512 F, BW and VL");
+                                                        : "AVX-512 F, BW, DQ and VL");
     atomic_store_explicit(&chosen_isa, (int)isa, memory_order_relaxed);
     return MOEPERM_SUCCESS;
 }

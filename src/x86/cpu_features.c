@@ -12,7 +12,7 @@
 #include <cpuid.h>
 #include <stdatomic.h>
 
-enum { KNOWN = 1, AVX2_F16C = 2, AVX512_F_BW_VL = 4 };
+enum { KNOWN = 1, AVX2_F16C = 2, AVX512_F_BW_DQ_VL = 4 };
 
 /* 0 = not yet asked, then KNOWN and the sets this CPU has. */
 static atomic_int x86_features;
@@ -30,9 +30,12 @@ static int features(void)
     __builtin_cpu_init();
     bool avx2 = __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
                 (ecx & bit_F16C) != 0;
+    /* DQ for the golden generator's row loops (its 64-bit multiplies);
+     * every CPU with AVX-512 BW and VL has it. */
     bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    known = KNOWN | (avx2 ? AVX2_F16C : 0) | (avx512 ? AVX512_F_BW_VL : 0);
+                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+    known = KNOWN | (avx2 ? AVX2_F16C : 0) | (avx512 ? AVX512_F_BW_DQ_VL : 0);
     atomic_store_explicit(&x86_features, known, memory_order_relaxed);
     return known;
 }
@@ -44,7 +47,7 @@ bool moeperm_x86_available(void)
 
 bool moeperm_x86_avx512_available(void)
 {
-    return (features() & AVX512_F_BW_VL) != 0;
+    return (features() & AVX512_F_BW_DQ_VL) != 0;
 }
 
 #endif

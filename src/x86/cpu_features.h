@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-/* Whether this CPU (and its OS) runs AVX2 and F16C; and AVX-512 F, BW and
- * VL too.  Asked once, then cached; thread safe. */
+/* Whether this CPU (and its OS) runs AVX2 and F16C; and AVX-512 F, BW, DQ
+ * and VL too.  Asked once, then cached; thread safe. */
 bool moeperm_x86_available(void);
 bool moeperm_x86_avx512_available(void);
 

@@ -63,7 +63,7 @@ static void check_set(bool bf16, bool avx512)
 {
     if (!moeperm_isa_supported(avx512 ? MOEPERM_ISA_X86_AVX512 : MOEPERM_ISA_X86_AVX2)) {
         print_message("skipped: this CPU has no %s\n",
-                      avx512 ? "AVX-512 F, BW and VL" : "AVX2 and F16C");
+                      avx512 ? "AVX-512 F, BW, DQ and VL" : "AVX2 and F16C");
         skip();
     }
     bool ok;

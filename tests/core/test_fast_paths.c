@@ -772,7 +772,7 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
 #endif
 
 /* What this CPU runs, asked here apart from the library: AVX2 with F16C,
- * and AVX-512 F, BW and VL (the library's requirements, moeperm.h). */
+ * and AVX-512 F, BW, DQ and VL (the library's requirements, moeperm.h). */
 static moeperm_isa cpu_best_isa(void)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -781,7 +781,7 @@ static moeperm_isa cpu_best_isa(void)
     bool avx2 = __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
                 (ecx & bit_F16C) != 0;
     if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
         return MOEPERM_ISA_X86_AVX512;
     if (avx2)
         return MOEPERM_ISA_X86_AVX2;
