@@ -38,6 +38,7 @@ typedef struct tensor_job {
     int fd;
     bool direct;                 /* fd was opened with O_DIRECT */
     size_t ready;                /* bytes final, under the lock */
+    int finished;                /* threads done with it (of 2), under the lock */
     char hex[GOLDEN_SHA256_HEX]; /* the hash thread's, once it is past the end */
 } tensor_job;
 
@@ -51,6 +52,7 @@ struct golden_case_writer {
     bool closing;  /* no tensor comes after the count there are */
     bool stopping; /* aborted, or something failed: the threads quit */
     int error;     /* errno of the first failure, 0 while none */
+    bool no_data;  /* the failure: a tensor handed over without its data */
     const moeperm_golden_tensor *error_tensor;
     pthread_t threads[2];
     int started;
@@ -65,6 +67,15 @@ static void writer_fail(golden_case_writer *w, const moeperm_golden_tensor *t, i
         w->error_tensor = t;
     }
     w->stopping = true;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* One of the two threads is done with tensor i. */
+static void job_finished(golden_case_writer *w, size_t i)
+{
+    pthread_mutex_lock(&w->lock);
+    w->jobs[i].finished++;
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
 }
@@ -175,6 +186,7 @@ static void *write_thread(void *arg)
         }
         if (n < 0)
             return NULL;
+        job_finished(w, i);
     }
 }
 
@@ -196,6 +208,7 @@ static void *hash_thread(void *arg)
             return NULL;
         }
         memcpy(w->jobs[i].hex, hex, sizeof hex);
+        job_finished(w, i);
     }
 }
 
@@ -394,6 +407,9 @@ void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor
     if (stopped)
         return;
     if (i == MOEPERM_GOLDEN_MAX_TENSORS || (t->bytes > 0 && !t->data)) {
+        pthread_mutex_lock(&w->lock);
+        w->no_data = !w->error && i < MOEPERM_GOLDEN_MAX_TENSORS;
+        pthread_mutex_unlock(&w->lock);
         writer_fail(w, t, EINVAL);
         return;
     }
@@ -427,11 +443,42 @@ void golden_case_writer_abort(golden_case_writer *w)
     writer_free(w, true);
 }
 
-int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c, char *err,
-                             size_t err_len)
+/* Frees the data of each tensor of c as soon as both threads are done with
+ * it, in the order they take them, until they are done with all or stop. */
+static void release_written(golden_case_writer *w, moeperm_golden_case *c)
+{
+    for (size_t i = 0; i < w->count; i++) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->stopping && w->jobs[i].finished < 2)
+            pthread_cond_wait(&w->changed, &w->lock);
+        bool done = w->jobs[i].finished == 2;
+        pthread_mutex_unlock(&w->lock);
+        if (!done)
+            return;
+        for (size_t j = 0; j < c->tensor_count; j++)
+            if (&c->tensors[j] == w->jobs[i].t) {
+                free(c->tensors[j].data);
+                c->tensors[j].data = NULL;
+            }
+    }
+}
+
+/* golden_case_writer_close(), and with release (c itself) the data of each
+ * tensor freed once it is written and hashed. */
+static int close_case(golden_case_writer *w, const moeperm_golden_case *c,
+                      moeperm_golden_case *release, char *err, size_t err_len)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
         golden_case_writer_ready(w, &c->tensors[i], c->tensors[i].bytes);
+    /* The streamed case (the generator's) meets the reader's rules too:
+     * checked while the threads work and the data are all there. */
+    if (golden_case_check_writable(w->dir.path, c, err, err_len) != 0) {
+        writer_join(w, true);
+        writer_free(w, true);
+        return -1;
+    }
+    if (release)
+        release_written(w, release);
     writer_join(w, false);
 
     /* The hashes in the case's order; fsync before the directory is
@@ -455,7 +502,7 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
         writer_fail(w, w->jobs[w->count - 1].t, EINVAL); /* a tensor not of c */
     if (w->error) {
         const moeperm_golden_tensor *t = w->error_tensor;
-        if (t->bytes > 0 && !t->data)
+        if (w->no_data)
             snprintf(err, err_len, "cannot write %s/%s.bin: the tensor has no data", w->dir.path,
                      t->name);
         else
@@ -470,9 +517,7 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
     char *manifest = golden_manifest_text(c, (const char(*)[GOLDEN_SHA256_HEX])sha,
                                           &manifest_size);
     int rc = -1;
-    if (golden_case_check_writable(w->dir.path, c, err, err_len) != 0)
-        ; /* the streamed case (the generator's) meets the reader's rules too */
-    else if (!manifest)
+    if (!manifest)
         snprintf(err, err_len, "out of memory writing %s", w->dir.path);
     else if (golden_case_dir_write_file(&w->dir, "case.json", manifest, manifest_size, err,
                                         err_len) == 0)
@@ -480,6 +525,18 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
     free(manifest);
     writer_free(w, rc < 0);
     return rc;
+}
+
+int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c, char *err,
+                             size_t err_len)
+{
+    return close_case(w, c, NULL, err, err_len);
+}
+
+int golden_case_writer_close_releasing(golden_case_writer *w, moeperm_golden_case *c, char *err,
+                                       size_t err_len)
+{
+    return close_case(w, c, c, err, err_len);
 }
 
 int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,

@@ -334,7 +334,7 @@ int moeperm_golden_generate_write(const moeperm_golden_spec *s, const char *comm
         moeperm_golden_case_free(&c);
         return -2;
     }
-    int rc = golden_case_writer_close(w, &c, err, err_len);
+    int rc = golden_case_writer_close_releasing(w, &c, err, err_len);
     moeperm_golden_case_free(&c);
     return rc;
 }
