@@ -15,11 +15,16 @@
  *   COPY_CALL_BYTES calls, which glibc makes with ordinary stores; and a
  *   read alone, eight pages at a time (an operator that reads top_k bytes
  *   for each one it writes has that as its ceiling).
+ * - the same operator on the portable loops (moeperm_isa_choose()), so that
+ *   what the vector code buys is measured beside it.
  * It reports medians (and the best sample), and the ratios of the
  * operator's median to the others'.  Inputs come from the golden
- * generator (routed experts, gradient-like values).  Which kernel path
- * runs is the library's choice; MOEPERM_FORCE_PORTABLE=1 in the
- * environment times the portable loop instead (docs/performance.md).
+ * generator, as a model's would look: tokens routed over many experts
+ * (the routed routing), gradient-like values (the normal kind), and for
+ * the operators with probs a row of bf16 tokens with float32 probs as
+ * well.  Which kernel path runs otherwise is the library's choice;
+ * MOEPERM_FORCE_PORTABLE=1 in the environment makes it the portable loop
+ * (docs/performance.md).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -173,37 +178,56 @@ static uint64_t parallel_read(const char *src, int64_t bytes, int team)
 
 static void usage(FILE *to)
 {
-    fputs("usage: moeperm bench [--op OP] [--tokens T] [--top-k K] [--hidden H]\n"
-          "                     [--dtype D] [--threads N] [--reps N] [--json]\n"
-          "  time an operator through the public API against memcpy and a read\n"
-          "  of the same process\n"
-          "  --op OP       MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
-          "                MoeTokenUnpermute, MoeTokenUnpermuteGrad, or all\n"
-          "                (or permute-grad, permute, unpermute, unpermute-grad)\n"
-          "  --tokens T    default 4096\n"
-          "  --top-k K     default 8 (--topk is accepted too)\n"
-          "  --hidden H    default 4096\n"
-          "  --dtype D     float32 (fp32), float16 (fp16), bf16 (bfloat16) or all\n"
-          "                (default all)\n"
-          "  --threads N   default 0: the OpenMP default\n"
-          "  --reps N      repetitions, default 10\n"
-          "  --json        one JSON document on standard output\n"
-          "  MOEPERM_FORCE_PORTABLE=1 in the environment times the portable loop\n",
-          to);
+    fprintf(to,
+            "usage: moeperm bench [--op OP] [--tokens T] [--top-k K] [--hidden H]\n"
+            "                     [--dtype D] [--probs-dtype D] [--values KIND]\n"
+            "                     [--threads N] [--reps N] [--json FILE]\n"
+            "  time an operator through the public API against memcpy and a read\n"
+            "  of the same process, and against its own portable loop\n"
+            "  --op OP          MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
+            "                   MoeTokenUnpermute, MoeTokenUnpermuteGrad, or all\n"
+            "                   (or permute-grad, permute, unpermute, unpermute-grad)\n"
+            "  --tokens T       default 4096\n"
+            "  --top-k K        default 8 (--topk is accepted too)\n"
+            "  --hidden H       default 4096\n"
+            "  --dtype D        float32 (fp32), float16 (fp16), bf16 (bfloat16) or all\n"
+            "                   (default all: the three, and for the operators with\n"
+            "                   probs bf16 tokens with float32 probs too)\n"
+            "  --probs-dtype D  probs of MoeTokenUnpermute(Grad) (default: --dtype)\n"
+            "  --values KIND    the inputs' value kind (default normal, gradient-like):\n"
+            "                   %s\n"
+            "  --threads N      default 0: the OpenMP default\n"
+            "  --reps N         repetitions, default 10\n"
+            "  --json FILE      also write the figures as one JSON document (- : stdout,\n"
+            "                   the table then going to stderr)\n"
+            "  MOEPERM_FORCE_PORTABLE=1 in the environment times the portable loop as\n"
+            "  the operator\n",
+            moeperm_golden_values_names());
 }
 
 typedef struct shape {
     int64_t tokens, top_k, hidden;
 } shape;
 
-typedef struct result {
+/* One row of the table: an operator, its tokens' dtype and its probs'. */
+typedef struct row {
     moeperm_op op;
-    moeperm_dtype dtype;
+    moeperm_dtype dtype, probs_dtype;
+} row;
+
+typedef struct result {
+    row row;
     int64_t bytes, memcpy_bytes;
     int reps, calls_per_sample, team;
     double op_median, op_best, memcpy_median, memcpy_best;
     double read_median, read_best, copy_median, copy_best;
+    double portable_median, portable_best;
 } result;
+
+static bool has_probs(moeperm_op op)
+{
+    return op == MOEPERM_OP_UNPERMUTE || op == MOEPERM_OP_UNPERMUTE_GRAD;
+}
 
 /* The operator once, both phases, into outputs. */
 static bool run_once(const moeperm_golden_case *c, void *const *outputs)
@@ -215,12 +239,32 @@ static bool run_once(const moeperm_golden_case *c, void *const *outputs)
     return st == MOEPERM_SUCCESS;
 }
 
-static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int team, int reps,
+/* One sample: calls runs of the operator on the instruction set isa (after
+ * one untimed run when calls > 1, so that a small shape starts warm), the
+ * seconds of one. */
+static double sample(const moeperm_golden_case *c, void *const *outputs, int calls,
+                     moeperm_isa isa)
+{
+    moeperm_isa_choose(isa);
+    if (calls > 1)
+        run_once(c, outputs);
+    double t0 = cli_now();
+    for (int k = 0; k < calls; k++)
+        run_once(c, outputs);
+    double seconds = (cli_now() - t0) / calls;
+    moeperm_isa_choose(MOEPERM_ISA_AUTO);
+    return seconds;
+}
+
+static int bench_case(const shape *s, row rw, moeperm_golden_values values, int team, int reps,
                       result *res)
 {
     char err[1024];
-    moeperm_golden_spec spec = moeperm_golden_spec_default(op, dtype, s->tokens, s->top_k, s->hidden);
+    moeperm_golden_spec spec =
+        moeperm_golden_spec_default(rw.op, rw.dtype, s->tokens, s->top_k, s->hidden);
     snprintf(spec.name, sizeof spec.name, "bench");
+    spec.probs_dtype = rw.probs_dtype;
+    spec.values = values;
     moeperm_golden_case c;
     if (moeperm_golden_generate(&spec, NULL, &c, err, sizeof err) != 0) {
         fprintf(stderr, "moeperm bench: %s\n", err);
@@ -240,7 +284,7 @@ static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int te
     }
     int64_t memcpy_bytes = largest >= MEMCPY_SMALL_BYTES ? MEMCPY_BYTES : MEMCPY_SMALL_BYTES;
     char *source = malloc((size_t)memcpy_bytes), *copy = malloc((size_t)memcpy_bytes);
-    double *samples = calloc((size_t)reps * 4, sizeof *samples);
+    double *samples = calloc((size_t)reps * 5, sizeof *samples);
     int status = EXIT_OK;
     if (!source || !copy || !samples) {
         fprintf(stderr, "moeperm bench: out of memory for the yardsticks\n");
@@ -264,7 +308,7 @@ static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int te
     double once = cli_now() - t0;
     int calls = once >= MIN_SAMPLE_SECONDS ? 1 : (int)(MIN_SAMPLE_SECONDS / (once + 1e-9)) + 1;
     double *op_s = samples, *mc = samples + reps, *cp = samples + 2 * reps,
-           *rd = samples + 3 * reps;
+           *rd = samples + 3 * reps, *po = samples + 4 * reps;
     for (int r = 0; r < reps; r++) {
         t0 = cli_now();
         parallel_memcpy(copy, source, memcpy_bytes, 0, team);
@@ -278,15 +322,10 @@ static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int te
         /* A shape that repeats calls in a sample is about latency, so each
          * of its samples starts warm, after one untimed call; a large
          * shape's samples start cold, like memcpy's. */
-        if (calls > 1)
-            run_once(&c, outputs);
-        t0 = cli_now();
-        for (int k = 0; k < calls; k++)
-            run_once(&c, outputs);
-        op_s[r] = (cli_now() - t0) / calls;
+        op_s[r] = sample(&c, outputs, calls, MOEPERM_ISA_AUTO);
+        po[r] = sample(&c, outputs, calls, MOEPERM_ISA_PORTABLE);
     }
-    res->op = op;
-    res->dtype = dtype;
+    res->row = rw;
     res->bytes = bytes;
     res->memcpy_bytes = 2 * memcpy_bytes;
     res->reps = reps;
@@ -296,6 +335,7 @@ static int bench_case(const shape *s, moeperm_op op, moeperm_dtype dtype, int te
     res->memcpy_median = median(mc, reps, &res->memcpy_best);
     res->read_median = median(rd, reps, &res->read_best);
     res->copy_median = median(cp, reps, &res->copy_best);
+    res->portable_median = median(po, reps, &res->portable_best);
 done:
     free(source);
     free(copy);
@@ -309,7 +349,16 @@ static double gbps(int64_t bytes, double seconds)
     return seconds > 0 ? (double)bytes / seconds * 1e-9 : 0.0;
 }
 
-static void print_result(const result *r, bool json, bool first)
+/* "bf16", or "bf16/float32" for tokens and probs of two dtypes. */
+static const char *row_dtypes(const row *rw, char *buf, size_t len)
+{
+    if (!has_probs(rw->op) || rw->probs_dtype == rw->dtype)
+        return moeperm_dtype_name(rw->dtype);
+    snprintf(buf, len, "%s/%s", moeperm_dtype_name(rw->dtype), moeperm_dtype_name(rw->probs_dtype));
+    return buf;
+}
+
+static void print_result(const result *r, FILE *text, FILE *json, bool first)
 {
     double op_med = gbps(r->bytes, r->op_median), op_best = gbps(r->bytes, r->op_best);
     double mc_med = gbps(r->memcpy_bytes, r->memcpy_median);
@@ -318,33 +367,75 @@ static void print_result(const result *r, bool json, bool first)
     double cp_best = gbps(r->memcpy_bytes, r->copy_best);
     double rd_med = gbps(r->memcpy_bytes / 2, r->read_median);
     double rd_best = gbps(r->memcpy_bytes / 2, r->read_best);
+    double po_med = gbps(r->bytes, r->portable_median), po_best = gbps(r->bytes, r->portable_best);
     double ratio = mc_med > 0 ? op_med / mc_med : 0.0;
     double ratio_copy = cp_med > 0 ? op_med / cp_med : 0.0;
     double ratio_read = rd_med > 0 ? op_med / rd_med : 0.0;
+    double ratio_portable = po_med > 0 ? op_med / po_med : 0.0;
     if (json) {
-        printf("%s{\"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %" PRId64
-               ", \"seconds_median\": %.9g, \"seconds_best\": %.9g, \"gbps_median\": %.4f, "
-               "\"gbps_best\": %.4f, \"memcpy_bytes\": %" PRId64 ", \"memcpy_gbps_median\": "
-               "%.4f, \"memcpy_gbps_best\": %.4f, \"ratio_memcpy\": %.4f, "
-               "\"copy_gbps_median\": %.4f, \"copy_gbps_best\": %.4f, \"ratio_copy\": %.4f, "
-               "\"read_gbps_median\": %.4f, \"read_gbps_best\": %.4f, \"ratio_read\": %.4f, "
-               "\"calls_per_sample\": %d}",
-               first ? "" : ", ", moeperm_op_name(r->op), moeperm_dtype_name(r->dtype), r->bytes,
-               r->op_median, r->op_best, op_med, op_best, r->memcpy_bytes, mc_med, mc_best,
-               ratio, cp_med, cp_best, ratio_copy, rd_med, rd_best, ratio_read,
-               r->calls_per_sample);
-        return;
+        fprintf(json,
+                "%s{\"op\": \"%s\", \"dtype\": \"%s\", ", first ? "" : ", ",
+                moeperm_op_name(r->row.op), moeperm_dtype_name(r->row.dtype));
+        if (has_probs(r->row.op))
+            fprintf(json, "\"probs_dtype\": \"%s\", ", moeperm_dtype_name(r->row.probs_dtype));
+        fprintf(json,
+                "\"bytes\": %" PRId64 ", \"seconds_median\": %.9g, \"seconds_best\": %.9g, "
+                "\"gbps_median\": %.4f, \"gbps_best\": %.4f, \"memcpy_bytes\": %" PRId64
+                ", \"memcpy_gbps_median\": %.4f, \"memcpy_gbps_best\": %.4f, "
+                "\"ratio_memcpy\": %.4f, \"copy_gbps_median\": %.4f, \"copy_gbps_best\": %.4f, "
+                "\"ratio_copy\": %.4f, \"read_gbps_median\": %.4f, \"read_gbps_best\": %.4f, "
+                "\"ratio_read\": %.4f, \"portable_seconds_median\": %.9g, "
+                "\"portable_seconds_best\": %.9g, \"portable_gbps_median\": %.4f, "
+                "\"portable_gbps_best\": %.4f, \"ratio_portable\": %.4f, "
+                "\"calls_per_sample\": %d}",
+                r->bytes, r->op_median, r->op_best, op_med, op_best, r->memcpy_bytes, mc_med,
+                mc_best, ratio, cp_med, cp_best, ratio_copy, rd_med, rd_best, ratio_read,
+                r->portable_median, r->portable_best, po_med, po_best, ratio_portable,
+                r->calls_per_sample);
     }
-    printf("%-22s %-8s %7.1f %7.2f / %6.2f %7.2f / %6.2f %6.3f %7.2f / %6.2f %6.3f %9.2f "
-           "%6.3f\n",
-           moeperm_op_name(r->op), moeperm_dtype_name(r->dtype), (double)r->bytes / (1 << 20),
-           op_med, op_best, mc_med, mc_best, ratio, cp_med, cp_best, ratio_copy, rd_med,
-           ratio_read);
+    char dtypes[64];
+    fprintf(text,
+            "%-22s %-16s %7.1f %7.2f / %6.2f %7.2f / %6.2f %6.3f %7.2f %6.3f %7.2f %6.3f "
+            "%8.2f %6.2f\n",
+            moeperm_op_name(r->row.op), row_dtypes(&r->row, dtypes, sizeof dtypes),
+            (double)r->bytes / (1 << 20), op_med, op_best, mc_med, mc_best, ratio, cp_med,
+            ratio_copy, rd_med, ratio_read, po_med, ratio_portable);
+}
+
+/* The JSON document, kept in memory until every row is measured, then
+ * written at once (stdout, or path through a temporary). */
+static int write_json(const char *path, const char *text, size_t size)
+{
+    char err[1024];
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(text, 1, size, stdout) != size || fflush(stdout) != 0) {
+            fprintf(stderr, "moeperm bench: writing the JSON to standard output failed\n");
+            return EXIT_BACKEND;
+        }
+        return EXIT_OK;
+    }
+    if (moeperm_golden_write_file_atomic(path, text, size, err, sizeof err) != 0) {
+        fprintf(stderr, "moeperm bench: cannot write the JSON: %s\n", err);
+        return EXIT_BACKEND;
+    }
+    return EXIT_OK;
 }
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_TOKENS = 1, O_TOPK, O_HIDDEN, O_DTYPE, O_THREADS, O_REPS, O_JSON, O_OP, O_HELP };
+    enum {
+        O_TOKENS = 1,
+        O_TOPK,
+        O_HIDDEN,
+        O_DTYPE,
+        O_PROBS_DTYPE,
+        O_VALUES,
+        O_THREADS,
+        O_REPS,
+        O_JSON,
+        O_OP,
+        O_HELP
+    };
     static const struct option options[] = {
         {"op", required_argument, NULL, O_OP},
         {"tokens", required_argument, NULL, O_TOKENS},
@@ -352,9 +443,11 @@ int cmd_bench(int argc, char **argv)
         {"top-k", required_argument, NULL, O_TOPK},
         {"hidden", required_argument, NULL, O_HIDDEN},
         {"dtype", required_argument, NULL, O_DTYPE},
+        {"probs-dtype", required_argument, NULL, O_PROBS_DTYPE},
+        {"values", required_argument, NULL, O_VALUES},
         {"threads", required_argument, NULL, O_THREADS},
         {"reps", required_argument, NULL, O_REPS},
-        {"json", no_argument, NULL, O_JSON},
+        {"json", required_argument, NULL, O_JSON},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -365,9 +458,10 @@ int cmd_bench(int argc, char **argv)
     int64_t threads = 0, reps = 10;
     moeperm_op ops[4] = {MOEPERM_OP_PERMUTE_GRAD};
     size_t op_count = 1;
-    moeperm_dtype dtypes[3] = {MOEPERM_BF16, MOEPERM_FLOAT16, MOEPERM_FLOAT};
-    size_t dtype_count = 3;
-    bool json = false;
+    moeperm_dtype dtype = MOEPERM_BF16, probs_dtype = MOEPERM_BF16;
+    bool all_dtypes_asked = true, probs_given = false;
+    moeperm_golden_values values = MOEPERM_GOLDEN_VALUES_NORMAL;
+    const char *json_path = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -396,17 +490,33 @@ int cmd_bench(int argc, char **argv)
             ok = cli_int64("bench", "--hidden", optarg, 1, INT32_MAX, &s.hidden);
             break;
         case O_DTYPE:
-            if (strcmp(optarg, "all") == 0) {
-                memcpy(dtypes, all_dtypes, sizeof dtypes);
-                dtype_count = 3;
-            } else if (moeperm_golden_dtype_parse(optarg, &dtypes[0]) &&
-                       (dtypes[0] == MOEPERM_FLOAT || dtypes[0] == MOEPERM_FLOAT16 ||
-                        dtypes[0] == MOEPERM_BF16)) {
-                dtype_count = 1;
+        case O_PROBS_DTYPE: {
+            moeperm_dtype d;
+            const char *flag = c == O_DTYPE ? "--dtype" : "--probs-dtype";
+            if (c == O_DTYPE && strcmp(optarg, "all") == 0) {
+                all_dtypes_asked = true;
+            } else if (moeperm_golden_dtype_parse(optarg, &d) &&
+                       (d == MOEPERM_FLOAT || d == MOEPERM_FLOAT16 || d == MOEPERM_BF16)) {
+                if (c == O_DTYPE) {
+                    all_dtypes_asked = false;
+                    dtype = d;
+                } else {
+                    probs_given = true;
+                    probs_dtype = d;
+                }
             } else {
                 ok = false;
-                fprintf(stderr, "moeperm bench: --dtype is \"%s\", expected float32 (fp32), "
-                                "float16 (fp16), bf16 (bfloat16) or all\n", optarg);
+                fprintf(stderr, "moeperm bench: %s is \"%s\", expected float32 (fp32), "
+                                "float16 (fp16), bf16 (bfloat16)%s\n", flag, optarg,
+                        c == O_DTYPE ? " or all" : "");
+            }
+            break;
+        }
+        case O_VALUES:
+            if (!moeperm_golden_values_parse(optarg, &values)) {
+                ok = false;
+                fprintf(stderr, "moeperm bench: --values is \"%s\", expected one of %s\n",
+                        optarg, moeperm_golden_values_names());
             }
             break;
         case O_THREADS:
@@ -416,7 +526,7 @@ int cmd_bench(int argc, char **argv)
             ok = cli_int64("bench", "--reps", optarg, 1, 100000, &reps);
             break;
         case O_JSON:
-            json = true;
+            json_path = optarg;
             break;
         case O_HELP:
         case 'h':
@@ -449,35 +559,71 @@ int cmd_bench(int argc, char **argv)
                 s.tokens, s.top_k, s.hidden);
         return EXIT_BAD_INPUT;
     }
+    if (json_path && strcmp(json_path, "-") != 0 &&
+        !cli_output_path("bench", "--json", json_path, NULL, 0, NULL, 0))
+        return EXIT_BAD_INPUT;
+
+    /* The rows: each operator in each dtype (probs in the tokens' dtype
+     * unless --probs-dtype says otherwise), and with --dtype all, for the
+     * operators with probs, bf16 tokens with float32 probs as well: a
+     * model's router usually keeps its probs in float32. */
+    row rows[4 * 4];
+    size_t row_count = 0;
+    for (size_t o = 0; o < op_count; o++) {
+        for (size_t d = 0; d < (all_dtypes_asked ? 3 : 1); d++) {
+            moeperm_dtype t = all_dtypes_asked ? all_dtypes[d] : dtype;
+            rows[row_count++] = (row){ops[o], t, probs_given ? probs_dtype : t};
+        }
+        if (all_dtypes_asked && !probs_given && has_probs(ops[o]))
+            rows[row_count++] = (row){ops[o], MOEPERM_BF16, MOEPERM_FLOAT};
+    }
+
 #ifdef _OPENMP
     if (threads > 0)
         omp_set_num_threads((int)threads);
 #endif
     int team = team_size((int)threads);
+    bool json_stdout = json_path && strcmp(json_path, "-") == 0;
+    FILE *text = json_stdout ? stderr : stdout;
+    char *doc = NULL;
+    size_t doc_size = 0;
+    FILE *json = json_path ? open_memstream(&doc, &doc_size) : NULL;
+    if (json_path && !json) {
+        fprintf(stderr, "moeperm bench: out of memory for the JSON\n");
+        return EXIT_BACKEND;
+    }
+    const char *isa = moeperm_isa_name(moeperm_isa_in_use());
     if (json)
-        printf("{\"tool\": \"moeperm bench\", \"version\": \"%s\", \"threads\": %d, "
-               "\"tokens\": %" PRId64 ", \"top_k\": %" PRId64 ", \"hidden_size\": %" PRId64
-               ", \"reps\": %" PRId64 ", \"results\": [",
-               moeperm_version(), team, s.tokens, s.top_k, s.hidden, reps);
-    else
-        printf("moeperm bench: T=%" PRId64 " K=%" PRId64 " H=%" PRId64 ", %d thread%s, "
-               "%" PRId64 " reps (median / best)\n"
-               "%-22s %-8s %7s %16s %16s %6s %16s %6s %9s %6s\n",
-               s.tokens, s.top_k, s.hidden, team, team == 1 ? "" : "s", reps, "operator",
-               "dtype", "MiB", "operator GB/s", "memcpy GB/s", "ratio", "copy GB/s", "ratio",
-               "read GB/s", "ratio");
-    bool first = true;
-    for (size_t o = 0; o < op_count; o++)
-        for (size_t d = 0; d < dtype_count; d++) {
-            result r;
-            int status = bench_case(&s, ops[o], dtypes[d], team, (int)reps, &r);
-            if (status != EXIT_OK)
-                return status;
-            print_result(&r, json, first);
-            first = false;
-            fflush(stdout);
+        fprintf(json,
+                "{\"tool\": \"moeperm bench\", \"version\": \"%s\", \"isa\": \"%s\", "
+                "\"threads\": %d, \"tokens\": %" PRId64 ", \"top_k\": %" PRId64
+                ", \"hidden_size\": %" PRId64 ", \"values\": \"%s\", \"reps\": %" PRId64
+                ", \"results\": [",
+                moeperm_version(), isa, team, s.tokens, s.top_k, s.hidden,
+                moeperm_golden_values_name(values), reps);
+    fprintf(text,
+            "moeperm bench: T=%" PRId64 " K=%" PRId64 " H=%" PRId64 ", %s values, %d thread%s, "
+            "%s, %" PRId64 " reps (median / best)\n"
+            "%-22s %-16s %7s %16s %16s %6s %7s %6s %7s %6s %8s %6s\n",
+            s.tokens, s.top_k, s.hidden, moeperm_golden_values_name(values), team,
+            team == 1 ? "" : "s", isa, reps, "operator", "dtype", "MiB", "operator GB/s",
+            "memcpy GB/s", "ratio", "copy", "ratio", "read", "ratio", "portable", "speed-up");
+    fflush(text);
+    int status = EXIT_OK;
+    for (size_t i = 0; i < row_count && status == EXIT_OK; i++) {
+        result r;
+        status = bench_case(&s, rows[i], values, team, (int)reps, &r);
+        if (status == EXIT_OK) {
+            print_result(&r, text, json, i == 0);
+            fflush(text);
         }
-    if (json)
-        printf("]}\n");
-    return EXIT_OK;
+    }
+    if (json) {
+        fprintf(json, "]}\n");
+        fclose(json);
+        if (status == EXIT_OK)
+            status = write_json(json_path, doc, doc_size);
+        free(doc);
+    }
+    return status;
 }

@@ -38,7 +38,7 @@ OPS = ("permute", "unpermute", "unpermute-grad")
 
 
 def c_seconds(tool, op, tokens, top_k, hidden, dtype, reps):
-    out = subprocess.run([tool, "bench", "--op", op, "--dtype", dtype, "--json", "--reps",
+    out = subprocess.run([tool, "bench", "--op", op, "--dtype", dtype, "--json", "-", "--reps",
                           str(reps), "--tokens", str(tokens), "--topk", str(top_k), "--hidden",
                           str(hidden)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)

@@ -36,7 +36,7 @@ DTYPES = {"bf16": np.uint16, "float16": np.float16, "float32": np.float32}
 
 
 def c_operator_seconds(tool, tokens, top_k, hidden, dtype, reps):
-    out = subprocess.run([tool, "bench", "--dtype", dtype, "--json", "--reps", str(reps),
+    out = subprocess.run([tool, "bench", "--dtype", dtype, "--json", "-", "--reps", str(reps),
                           "--tokens", str(tokens), "--topk", str(top_k), "--hidden", str(hidden)],
                          check=True, capture_output=True, text=True).stdout
     result = json.loads(out)["results"][0]
