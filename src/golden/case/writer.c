@@ -20,6 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "golden/case/casedir.h"
 #include "golden/case/manifest.h"
 #include "golden/common/fileio.h"
@@ -239,6 +243,17 @@ static void writer_free(golden_case_writer *w, bool remove_tmp)
     free(w);
 }
 
+int golden_case_writer_team(const golden_case_writer *w)
+{
+#ifdef _OPENMP
+    int team = omp_get_max_threads();
+    return w && team > 1 ? team - 1 : team;
+#else
+    (void)w;
+    return 1;
+#endif
+}
+
 /* golden_tensor_alloc() zeroes this much at a time. */
 #define ZERO_PIECE ((size_t)2 << 20)
 
@@ -443,10 +458,19 @@ void golden_case_writer_abort(golden_case_writer *w)
     writer_free(w, true);
 }
 
+/* What the releasing thread of close_case() needs. */
+typedef struct releasing {
+    golden_case_writer *w;
+    moeperm_golden_case *c;
+} releasing;
+
 /* Frees the data of each tensor of c as soon as both threads are done with
- * it, in the order they take them, until they are done with all or stop. */
-static void release_written(golden_case_writer *w, moeperm_golden_case *c)
+ * it, until they are done with all or stop (what is left then is the
+ * caller's to free). */
+static void *release_written(void *arg)
 {
+    golden_case_writer *w = ((releasing *)arg)->w;
+    moeperm_golden_case *c = ((releasing *)arg)->c;
     for (size_t i = 0; i < w->count; i++) {
         pthread_mutex_lock(&w->lock);
         while (!w->stopping && w->jobs[i].finished < 2)
@@ -454,13 +478,14 @@ static void release_written(golden_case_writer *w, moeperm_golden_case *c)
         bool done = w->jobs[i].finished == 2;
         pthread_mutex_unlock(&w->lock);
         if (!done)
-            return;
+            return NULL;
         for (size_t j = 0; j < c->tensor_count; j++)
             if (&c->tensors[j] == w->jobs[i].t) {
                 free(c->tensors[j].data);
                 c->tensors[j].data = NULL;
             }
     }
+    return NULL;
 }
 
 /* golden_case_writer_close(), and with release (c itself) the data of each
@@ -477,8 +502,20 @@ static int close_case(golden_case_writer *w, const moeperm_golden_case *c,
         writer_free(w, true);
         return -1;
     }
-    if (release)
-        release_written(w, release);
+    /* With release, a thread of its own gives each tensor's memory back as
+     * soon as it is written and hashed, the last one's while the case is
+     * put in place (which mostly waits for the old case's removal: a file
+     * system mounted with discard trims the blocks there). */
+    releasing r = {w, release};
+    pthread_t releaser;
+    bool releasing_started = false;
+    if (release) {
+        sigset_t all, unblocked; /* signals stay with the caller's thread, as in open() */
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, &unblocked);
+        releasing_started = pthread_create(&releaser, NULL, release_written, &r) == 0;
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    }
     writer_join(w, false);
 
     /* The hashes in the case's order; fsync before the directory is
@@ -508,6 +545,8 @@ static int close_case(golden_case_writer *w, const moeperm_golden_case *c,
         else
             snprintf(err, err_len, "writing %s/%s.bin failed: %s", w->dir.tmp, t->name,
                      strerror(w->error));
+        if (releasing_started)
+            pthread_join(releaser, NULL);
         writer_free(w, true);
         return -1;
     }
@@ -523,6 +562,8 @@ static int close_case(golden_case_writer *w, const moeperm_golden_case *c,
                                         err_len) == 0)
         rc = golden_case_dir_commit(&w->dir, err, err_len);
     free(manifest);
+    if (releasing_started)
+        pthread_join(releaser, NULL);
     writer_free(w, rc < 0);
     return rc;
 }

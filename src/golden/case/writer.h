@@ -16,10 +16,11 @@
  * golden_case_writer_close() hands over every tensor of c not yet complete,
  * waits for the threads, writes the manifest with the hashes they made and
  * puts the case in place; it returns as moeperm_golden_case_write() does
- * and frees w.  golden_case_writer_close_releasing() does the same and
- * frees the data of each tensor of c (setting it to NULL) as soon as it
- * is written and hashed, while later ones still are: the memory of a
- * large case goes back to the system while the disk and the hash finish.  golden_case_writer_abort() stops the threads, removes the
+ * and frees w.  golden_case_writer_close_releasing() does the same and,
+ * on a thread of its own, frees the data of each tensor of c (setting it
+ * to NULL) as soon as it is written and hashed: the memory of a large
+ * case goes back to the system while the hash, the disk and the case's
+ * replacement finish, not after.  golden_case_writer_abort() stops the threads, removes the
  * temporary directory and frees w.  Calls for a tensor already handed over
  * may come from any thread (the generator's threads report the rows they
  * finish); every other call comes from the thread that opened the writer.
@@ -55,6 +56,13 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
 int golden_case_writer_close_releasing(golden_case_writer *w, moeperm_golden_case *c, char *err,
                                        size_t err_len);
 void golden_case_writer_abort(golden_case_writer *w);
+
+/* The threads a caller should put on its own work (making tensors,
+ * working out values) while w hashes and writes: OpenMP's, one less (and
+ * at least one) when w is not NULL.  The hashing thread is one serial
+ * stream that must see every byte, on the critical path of a large case,
+ * so it gets a core of its own. */
+int golden_case_writer_team(const golden_case_writer *w);
 
 /* moeperm_golden_case_finish(), handing each output of c to w (when not
  * NULL) as soon as the operator has made it, while the exact values the

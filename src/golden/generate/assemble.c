@@ -82,8 +82,9 @@ static void fill_row(const golden_generator *g, int64_t t, int64_t k, void *dst)
  * are made. */
 #define STRETCH_BYTES ((size_t)8 << 20)
 
+/* On the threads of the variable `team` in scope. */
 #if defined(_OPENMP)
-#define PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for schedule(dynamic, 1)")
+#define PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for schedule(dynamic, 1) num_threads(team)")
 #else
 #define PARALLEL_FOR_DYNAMIC
 #endif
@@ -119,6 +120,8 @@ static int fill_rows(const golden_generator *g, const int32_t *owner, moeperm_go
      * section, which would be a symbol the shared library exports. */
     pthread_mutex_t finished = PTHREAD_MUTEX_INITIALIZER; /* done[] and prefix */
     uint8_t *data = t->data;
+    int team = golden_case_writer_team(w);
+    (void)team;
     PARALLEL_FOR_DYNAMIC
     for (int64_t i = 0; i < stretches; i++) {
         int64_t end = rows - i * per < per ? rows : (i + 1) * per;
