@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/fp.h"
+#include "core/fp_env.h"
 #include "unpermute_grad/model.h"
 
 /* 32-bit digits, least significant first, each kept in an int64 so that
@@ -165,22 +166,44 @@ typedef int64_t pair_i __attribute__((vector_size(16)));
 #define PAIR_MAX(a, b) ((pair_d)(((pair_i)(a) & ((a) > (b))) | ((pair_i)(b) & ~((a) > (b)))))
 #define PAIR_ABS(a) ((pair_d)((pair_i)(a) & INT64_MAX))
 
+/* fp_fp16_to_float() without branches, for a loop the compiler
+ * vectorises: the magnitude's bits moved into a binary32's places read as
+ * a value 2^112 too small (normal or subnormal), which one exact
+ * multiplication puts right; infinities and NaNs (a NaN left unquiet,
+ * which is all add_chunk() asks of it) are set apart.  Run in the default
+ * environment (fp_env.h), where subnormals are not flushed. */
+static inline float widen_fp16_fast(uint16_t h)
+{
+    uint32_t magnitude = h & 0x7fffu;
+    uint32_t bits = fp_bits(fp_from_bits(magnitude << 13) * 0x1p112f);
+    if (magnitude >= 0x7c00u)
+        bits = 0x7f800000u | magnitude << 13;
+    return fp_from_bits((uint32_t)(h & 0x8000u) << 16 | bits);
+}
+
 /* count elements of a row, from element `index` on, `stride` elements
  * apart, widened into out (zeros for a row that is absent: base NULL),
- * then zeros up to the next multiple of LANES. */
+ * then zeros up to the next multiple of LANES.  A NaN may come out
+ * without fp.h's quiet bit: it stays a NaN, which is all add_chunk() asks
+ * of it. */
 static void widen_run(moeperm_dtype dtype, const char *base, int64_t index, int64_t stride,
                       int64_t count, float *restrict out)
 {
     int64_t j = 0;
-    if (base && dtype == MOEPERM_BF16) {
-        /* fp_bf16_to_float() without the quiet bit: a NaN stays a NaN,
-         * which is all add_chunk() asks of it. */
+    const char *row = base ? base + index * (dtype == MOEPERM_FLOAT ? 4 : 2) : NULL;
+    if (row && stride == 1 && dtype == MOEPERM_BF16) {
         for (; j < count; j++) {
             uint16_t h;
-            memcpy(&h, base + (index + j * stride) * 2, sizeof h);
+            memcpy(&h, row + 2 * j, sizeof h);
             out[j] = fp_from_bits((uint32_t)h << 16);
         }
-    } else if (base) {
+    } else if (row && stride == 1 && dtype == MOEPERM_FLOAT16) {
+        for (; j < count; j++) {
+            uint16_t h;
+            memcpy(&h, row + 2 * j, sizeof h);
+            out[j] = widen_fp16_fast(h);
+        }
+    } else if (row) {
         for (; j < count; j++)
             out[j] = widen(dtype, base, index + j * stride);
     }
@@ -285,6 +308,11 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
     for (int64_t i = 0; i < tokens_num * top_k; i++) {
         int64_t n = i / top_k;
         uint64_t s = (uint64_t)(int64_t)idx[i * indices->strides[0]];
+        /* The levels of add_chunk() are exact in any rounding mode, but a
+         * caller that flushes subnormals (MXCSR DAZ) would lose them in
+         * the widening: the default environment for the slot, as for the
+         * operators' own arithmetic. */
+        fp_env env = fp_env_enter();
         exact_sum e;
         memset(&e, 0, sizeof e);
         float xs[CHUNK], gs[CHUNK];
@@ -298,6 +326,7 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
             add_chunk(&e, xs, gs, (count + LANES - 1) / LANES * LANES);
         }
         exact[i] = round_sum(&e);
+        fp_env_leave(env);
     }
     return MOEPERM_SUCCESS;
 }

@@ -20,6 +20,11 @@
 
 #include "naive.h"
 
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+
 __extension__ typedef __int128 wide;
 
 typedef struct exact_case {
@@ -271,6 +276,38 @@ static void test_specials_far_into_a_long_row(void **state)
     free(g);
 }
 
+/* A caller that rounds upward and flushes subnormals (MXCSR FTZ and DAZ)
+ * changes nothing: subnormal factors still count (fp32 ones, and fp16
+ * ones, which widen to normal binary32 values), and the caller's
+ * environment is its own again afterwards. */
+static void test_caller_floating_point_environment_changes_nothing(void **state)
+{
+    (void)state;
+#ifdef HAVE_MXCSR
+    float tiny[5] = {0x1p-149f, 0x1p-149f, 0x1p-149f, 0x1.fffffep127f, -0x1.fffffep127f};
+    float tiny_g[5] = {0x1p-149f, 0x1p-149f, 0x1p-149f, 1.0f, 1.0f};
+    /* fp16: 3 * 2^-24 times 5 * 2^-24, twice, and 1 + 2^-10 times 1 */
+    exact_case *c = case_new(MOEPERM_FLOAT16, 1, 1, 3, 1);
+    const uint16_t x16[3] = {0x0003, 0x0003, 0x3c01}, g16[3] = {0x0005, 0x0005, 0x3c00};
+    memcpy(c->tokens, x16, sizeof x16);
+    memcpy(c->grad, g16, sizeof g16);
+    unsigned int saved = _mm_getcsr();
+    unsigned int flushing = (saved & ~0x6000u) | 0x4000u | 0x8040u; /* round up, FTZ, DAZ */
+    _mm_setcsr(flushing);
+    double fp32 = exact_of_row(tiny, tiny_g, 5), fp16 = -1;
+    moeperm_status status = call_exact(c, &fp16, 1);
+    unsigned int during = _mm_getcsr();
+    _mm_setcsr(saved);
+    assert_int_equal(status, MOEPERM_SUCCESS);
+    assert_int_equal(during & 0xffc0u, flushing & 0xffc0u);
+    expect_double_bits(fp32, 3 * 0x1p-298, "fp32 subnormal squares");
+    expect_double_bits(fp16, 30 * 0x1p-48 + 1.0 + 0x1p-10, "fp16 subnormal products");
+    case_free(c);
+#else
+    skip();
+#endif
+}
+
 static void test_specials_and_dropped_slots(void **state)
 {
     (void)state;
@@ -335,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_exact_at_the_extremes_of_binary32),
         cmocka_unit_test(test_exact_with_terms_across_every_binade),
         cmocka_unit_test(test_specials_far_into_a_long_row),
+        cmocka_unit_test(test_caller_floating_point_environment_changes_nothing),
         cmocka_unit_test(test_specials_and_dropped_slots),
         cmocka_unit_test(test_refusals_leave_exact_untouched),
     };
