@@ -2,7 +2,7 @@
 """Times moe_token_permute, moe_token_unpermute and moe_token_unpermute_grad
 called from Python against the C API.
 
-For each operator: `moeperm bench --op OP --json`'s median (the two-phase
+For each operator: `moeperm bench --op OP --json -`'s median (the two-phase
 API called from C, outputs reused, large shapes started cold); the same two
 C calls made in this process on this script's arrays, tensors created once;
 and the package's function on numpy arrays with out= (outputs made once, the

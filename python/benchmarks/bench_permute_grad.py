@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times moe_token_permute_grad called from Python against the C API.
 
-Two C figures: `moeperm bench --json`'s operator median for the same shape
+Two C figures: `moeperm bench --json -`'s operator median for the same shape
 (the two-phase API called from C on the tool's own buffers, output reused),
 and the same two calls made in this process on this script's arrays, with
 tensors made once, timed in turns with the Python calls so that a busy
