@@ -350,6 +350,56 @@ class Scenarios:
                "an unknown chip's run does not judge every case, with a note", run)
         self.balanced(run)
 
+    def domain_suites(self):
+        """The four suites of the input domain's edge, generated here (the
+        committed corpus may not hold them)."""
+        root = os.path.join(self.tmp, "domain")
+        if not os.path.isdir(root):
+            args = [self.moeperm, "golden", "--out", root, "--suite", "permute-grad-domain",
+                    "permute-domain", "unpermute-domain", "unpermute-grad-domain"]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+        return root
+
+    def edges_of(self, case):
+        """What the device should be handed of the input domain's edge, from
+        the manifest alone: (padded, num_topk -1, tokens of rank 3, more
+        sorted_indices than read, more rows than slots)."""
+        m = self.manifest(case)
+        t, op, attrs = m["tensors"], m["op"], m["attrs"]
+        if op == "MoeTokenPermute":
+            return (False, False, len(t["tokens"]["shape"]) > 2, False, False)
+        if op == "MoeTokenPermuteGrad":
+            k = max(attrs["top_k"], 1)
+            slots = t["input_grad"]["shape"][0] * k
+            rows = t["permuted_output_grad"]["shape"][0]
+        else:
+            k = t["probs"]["shape"][1] if "probs" in t else 1
+            n = t["unpermuted_tokens" if op == "MoeTokenUnpermute"
+                  else "unpermuted_tokens_grad"]["shape"][0]
+            slots, rows = n * k, t["permuted_tokens"]["shape"][0]
+        return (attrs["padded_mode"], attrs.get("top_k") == -1, False,
+                t["sorted_indices"]["shape"][0] > slots, rows > slots)
+
+    def test_the_input_domains_edge_reaches_the_device_as_given(self):
+        """The domain suites pass on the fake, whose planning counts what it
+        was handed: every padded_mode true, num_topk -1, rank-3 tokens,
+        longer sorted_indices and surplus of rows, as the manifests say."""
+        cases = find_cases(self.domain_suites())
+        run = self.check([self.domain_suites()])
+        expect(run.returncode == 0, "the domain suites do not pass on the fake", run)
+        self.balanced(run)
+        expect(run.report["operator_runs"] == len(cases),
+               "%d cases, %d operator runs" % (len(cases), run.report["operator_runs"]), run)
+        edges = [self.edges_of(c) for c in cases]
+        for i, counter in enumerate(("padded_plans", "num_topk_minus1_plans", "rank3_plans",
+                                     "long_index_plans", "wide_row_plans")):
+            want = sum(1 for e in edges if e[i])
+            expect(want > 0, "no case of the domain suites has %s" % counter)
+            expect(run.report.get(counter, 0) == want,
+                   "%d cases should hand the device %s, it counted %d"
+                   % (want, counter, run.report.get(counter, 0)), run)
+
     def test_split_runtime_and_operator_libraries_pass(self):
         libs = self.lib("FAKE_ACL_RT") + ":" + self.lib("FAKE_ACL_OP")
         run = self.check(self.fault_cases(), {"MOEPERM_ASCEND_LIBS": libs})

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -55,6 +57,7 @@ void assert_same_case(const moeperm_golden_case *a, const moeperm_golden_case *b
         assert_int_equal(a->attrs.restore_shape[i], b->attrs.restore_shape[i]);
     assert_int_equal(a->attrs.ub_bytes, b->attrs.ub_bytes);
     assert_int_equal(a->attrs.vector_cores, b->attrs.vector_cores);
+    assert_string_equal(a->attrs.chip, b->attrs.chip);
     assert_int_equal(a->tensor_count, b->tensor_count);
     for (size_t i = 0; i < a->tensor_count; i++) {
         const moeperm_golden_tensor *x = &a->tensors[i], *y = &b->tensors[i];
@@ -127,4 +130,46 @@ size_t dir_entries(const char *dir)
         n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     return n;
+}
+
+int temp_root_setup(void **state)
+{
+    char *root = strdup("/tmp/moeperm-test-XXXXXX");
+    if (!root || !mkdtemp(root)) {
+        free(root);
+        return -1;
+    }
+    *state = root;
+    return 0;
+}
+
+/* Removes path and everything below it (no links are followed: a link is
+ * removed as a file). */
+static int remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return unlink(path);
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char child[4096];
+        snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+            rc |= remove_tree(child);
+        else
+            rc |= unlink(child);
+    }
+    closedir(d);
+    return rc | rmdir(path);
+}
+
+int temp_root_teardown(void **state)
+{
+    int rc = remove_tree(*state) == 0 ? 0 : -1;
+    free(*state);
+    return rc;
 }

@@ -36,4 +36,10 @@ void edit_text(const char *path, const char *from, const char *to);
 /* The number of entries of dir, dot names included ("." and ".." not). */
 size_t dir_entries(const char *dir);
 
+/* A cmocka group's setup and teardown: a fresh directory below /tmp,
+ * whose path (malloc'd) is the state every test of the group gets, and
+ * which the teardown removes with all it holds. */
+int temp_root_setup(void **state);
+int temp_root_teardown(void **state);
+
 #endif

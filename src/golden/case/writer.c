@@ -367,6 +367,12 @@ int golden_case_writer_close(golden_case_writer *w, const moeperm_golden_case *c
 int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len)
 {
+    /* Nothing a reader would refuse is written. */
+    char why[512];
+    if (golden_attrs_check_chip(&c->attrs, why, sizeof why) != 0) {
+        snprintf(err, err_len, "%s: %s", path, why);
+        return -1;
+    }
     golden_case_writer *w = golden_case_writer_open(path, force, err, err_len);
     return w ? golden_case_writer_close(w, c, err, err_len) : -1;
 }
