@@ -582,7 +582,9 @@ char *moeperm_golden_compare_summary(moeperm_dtype dtype, const moeperm_golden_c
 typedef enum moeperm_golden_outcome {
     MOEPERM_GOLDEN_PASS,
     MOEPERM_GOLDEN_MISMATCH, /* a <failure>: bits differ */
-    MOEPERM_GOLDEN_ERROR     /* an <error>: bad case or backend failure */
+    MOEPERM_GOLDEN_ERROR,    /* an <error>: bad case or backend failure */
+    MOEPERM_GOLDEN_SKIPPED   /* a <skipped>: not judged (a case made for another chip);
+                              * the message says why */
 } moeperm_golden_outcome;
 
 typedef struct moeperm_golden_junit moeperm_golden_junit;
@@ -680,6 +682,18 @@ moeperm_golden_json_report *moeperm_golden_json_report_new(void);
 int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const char *case_path, const char *op);
 int moeperm_golden_json_report_add_judgement(moeperm_golden_json_report *r, const moeperm_golden_judgement *j);
 int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence);
+/* moeperm_golden_json_report_set_other_chip() marks the open case not
+ * judged because its golden outputs follow another chip than the device's
+ * (verdict "other-chip"): the device's chip (its name, NULL when it has
+ * none moeperm knows, and its numbers), the case's chip (its name, NULL or
+ * "" for one given by numbers alone, and its numbers) and the sentence
+ * that says so. */
+int moeperm_golden_json_report_set_other_chip(moeperm_golden_json_report *r,
+                                              const char *device_name,
+                                              const moeperm_chip *device,
+                                              const char *case_name,
+                                              const moeperm_chip *case_chip,
+                                              const char *sentence);
 int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, const char *path, char *err,
                                   size_t err_len);
 void moeperm_golden_json_report_free(moeperm_golden_json_report *r);

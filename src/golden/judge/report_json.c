@@ -19,6 +19,7 @@ typedef struct case_state {
     json_object *obj;     /* the case's object, owned by the cases array */
     json_object *outputs; /* its "outputs" object */
     int worst;            /* -1 nothing yet, else a moeperm_golden_verdict; 3 is error */
+    bool other_chip;      /* not judged: made for another chip than the device's */
 } case_state;
 
 struct moeperm_golden_json_report {
@@ -131,7 +132,7 @@ int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const cha
     append(r->cases, c, &ok);
     if (!ok)
         return -1;
-    r->state[r->count++] = (case_state){c, outputs, -1};
+    r->state[r->count++] = (case_state){c, outputs, -1, false};
     return 0;
 }
 
@@ -319,14 +320,19 @@ static json_object *document(const moeperm_golden_json_report *r, bool *ok)
         *ok = false;
         return NULL;
     }
-    uint64_t n[4] = {0, 0, 0, 0};
-    for (size_t i = 0; i < r->count; i++)
-        n[r->state[i].worst < 0 ? 0 : r->state[i].worst]++;
+    uint64_t n[4] = {0, 0, 0, 0}, other_chip = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        if (r->state[i].other_chip)
+            other_chip++;
+        else
+            n[r->state[i].worst < 0 ? 0 : r->state[i].worst]++;
+    }
     put(summary, "cases", count(r->count), ok);
     put(summary, "same", count(n[MOEPERM_GOLDEN_VERDICT_SAME]), ok);
     put(summary, "within_tolerance", count(n[MOEPERM_GOLDEN_VERDICT_WITHIN_TOLERANCE]), ok);
     put(summary, "different", count(n[MOEPERM_GOLDEN_VERDICT_DIFFERENT]), ok);
     put(summary, "error", count(n[VERDICT_ERROR]), ok);
+    put(summary, "other_chip", count(other_chip), ok);
     put(doc, "format", json_object_new_string(GOLDEN_REPORT_FORMAT), ok);
     /* The document borrows the cases: the collector keeps its reference. */
     put(doc, "cases", json_object_get(r->cases), ok);
@@ -397,4 +403,42 @@ void moeperm_golden_json_report_free(moeperm_golden_json_report *r)
     json_object_put(r->cases);
     free(r->state);
     free(r);
+}
+
+/* {"name": ..., "ub_bytes": ..., "vector_cores": ...}, name null when the
+ * chip has none. */
+static json_object *chip_object(const char *name, const moeperm_chip *chip, bool *ok)
+{
+    json_object *o = json_object_new_object();
+    if (!o) {
+        *ok = false;
+        return NULL;
+    }
+    put(o, "name", name && name[0] ? text(name) : NULL, ok);
+    put(o, "ub_bytes", json_object_new_int64(chip->ub_bytes), ok);
+    put(o, "vector_cores", json_object_new_int64(chip->vector_cores), ok);
+    return o;
+}
+
+int moeperm_golden_json_report_set_other_chip(moeperm_golden_json_report *r,
+                                              const char *device_name,
+                                              const moeperm_chip *device,
+                                              const char *case_name,
+                                              const moeperm_chip *case_chip,
+                                              const char *sentence)
+{
+    if (r->count == 0 || !device || !case_chip)
+        return -1;
+    case_state *s = &r->state[r->count - 1];
+    bool ok = true;
+    json_object *chips = json_object_new_object();
+    if (!chips)
+        return -1;
+    put(chips, "device", chip_object(device_name, device, &ok), &ok);
+    put(chips, "case", chip_object(case_name, case_chip, &ok), &ok);
+    put(chips, "detail", text(sentence ? sentence : ""), &ok);
+    put(s->obj, "other_chip", chips, &ok);
+    put(s->obj, "verdict", json_object_new_string("other-chip"), &ok);
+    s->other_chip = true;
+    return ok ? 0 : -1;
 }
