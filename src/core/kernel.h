@@ -154,7 +154,7 @@ int moeperm_kernel_threads(const struct moeperm_executor *plan, int threads);
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define MOEPERM_HAVE_X86_PATH 1
-#include "x86/permute_grad_x86.h"
+#include "x86/x86.h"
 #endif
 
 #endif

@@ -147,8 +147,9 @@ void moeperm_kernel_run_isa(const struct moeperm_executor *plan, int threads, mo
     isa = moeperm_isa_resolve(isa);
 #ifdef MOEPERM_HAVE_X86_PATH
     bool unit_columns = plan->grad.strides[1] == 1 && plan->out.strides[1] == 1;
-    if (isa != MOEPERM_ISA_PORTABLE && unit_columns) {
-        moeperm_x86_run(plan, team, isa == MOEPERM_ISA_X86_AVX512);
+    const moeperm_x86_kernels *k = moeperm_x86_kernels_for(isa);
+    if (k && unit_columns) {
+        moeperm_x86_run(plan, team, k);
         return;
     }
 #endif

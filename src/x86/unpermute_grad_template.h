@@ -1,0 +1,384 @@
+/*
+ * x86/unpermute_grad_template.h - MoeTokenUnpermuteGrad's kernel for one
+ * instruction set: the rows of a run of tokens, in one pass per row.
+ *
+ * isa_template.h includes this once per instruction set, after the
+ * primitives of vec_avx2.h or vec_avx512.h (widen_f32, widen_f16,
+ * columns_bf16 and their narrowing and masked forms, vscale, vmul, vadd,
+ * vpair, vmagnitude_max).  The arithmetic is the model's
+ * (unpermute_grad/model.h) and kernel.c's portable loop's, bit for bit:
+ *
+ * - per token and chunk of the tiling, g's chunk is widened once (and
+ *   searched for an infinity or a NaN, which a dropped slot turns into a
+ *   NaN);
+ * - per slot with a row, one pass over the row's chunk reads the permuted
+ *   token, writes permuted_tokens_grad = narrow(g * p) (g the first
+ *   operand of vmulps, which fixes the NaN that comes out as the portable
+ *   loop's scale_pinned() does), and puts the products widen(x) * g
+ *   straight through the first step of the chunk's reduction
+ *   (ug_first_fold()): the first level of the pairwise tree when the chunk
+ *   is exactly T columns, else the first fold; the rest of the reduction
+ *   (folds and the tree, fixed strides over an L1-sized buffer) follows
+ *   at once, while the row is in the cache;
+ * - the chunk sums go into the slot's accumulator in chunk order.
+ *
+ * Every sum of the reduction is one binary32 addition of the same two
+ * values as in the model; only which NaN comes out may differ, and the
+ * operator turns any NaN sum into 0x7fc00000.  While a row is worked on,
+ * the next one (the next slot's, or the next token's first, with that
+ * token's g) is prefetched into L2 a line per step, so that the random
+ * rows of permuted_tokens arrive without a miss each.
+ */
+
+/* Where the products of a pass go, as the chunk's first step wants them. */
+enum { UG_STORE, UG_FOLD, UG_PAIR };
+
+/* What to prefetch while a row is worked on: the bytes of the next row and
+ * of the next token's g at the same column. */
+typedef struct ug_ahead {
+    const char *row, *g;
+    int64_t row_bytes, g_bytes;
+} ug_ahead;
+
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_columns(moeperm_dtype dtype, const void *p,
+                                                       vec_t *lo, vec_t *hi)
+{
+    if (dtype == MOEPERM_FLOAT)
+        widen_f32(p, lo, hi);
+    else if (dtype == MOEPERM_FLOAT16)
+        widen_f16(p, lo, hi);
+    else
+        columns_bf16(p, lo, hi);
+}
+
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow(moeperm_dtype dtype, vec_t lo, vec_t hi,
+                                                      void *p, int stream)
+{
+    if (dtype == MOEPERM_FLOAT)
+        narrow_f32(lo, hi, p, stream);
+    else if (dtype == MOEPERM_FLOAT16)
+        narrow_f16(lo, hi, p, stream);
+    else
+        narrow_columns_bf16(lo, hi, p, stream);
+}
+
+#if USE_MASKING
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_columns_masked(moeperm_dtype dtype, const void *p,
+                                                              mask_t mask, vec_t *lo, vec_t *hi)
+{
+    if (dtype == MOEPERM_FLOAT)
+        widen_masked_f32(p, mask, lo, hi);
+    else if (dtype == MOEPERM_FLOAT16)
+        widen_masked_f16(p, mask, lo, hi);
+    else
+        columns_masked_bf16(p, mask, lo, hi);
+}
+
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow_masked(moeperm_dtype dtype, vec_t lo,
+                                                             vec_t hi, void *p, mask_t mask)
+{
+    if (dtype == MOEPERM_FLOAT)
+        narrow_masked_f32(lo, hi, p, mask);
+    else if (dtype == MOEPERM_FLOAT16)
+        narrow_masked_f16(lo, hi, p, mask);
+    else
+        narrow_columns_masked_bf16(lo, hi, p, mask);
+}
+#endif
+
+/* The products x0 (columns j..j+VL-1) and x1 (the next VL) into dst. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_put(int mode, float *dst, int64_t j, vec_t x0,
+                                                   vec_t x1)
+{
+    if (mode == UG_PAIR) {
+        vstoreu(dst + j / 2, vpair(x0, x1));
+    } else if (mode == UG_FOLD) {
+        vstoreu(dst + j, vadd(vloadu(dst + j), x0));
+        vstoreu(dst + j + VL, vadd(vloadu(dst + j + VL), x1));
+    } else {
+        vstoreu(dst + j, x0);
+        vstoreu(dst + j + VL, x1);
+    }
+}
+
+/*
+ * Columns [0, n) of one row: out[j] = narrow(g[j] * p), and the products
+ * x_j = widen(in[j]) * g[j] into dst as mode says: UG_STORE dst[j] = x_j,
+ * UG_FOLD dst[j] = dst[j] + x_j, UG_PAIR dst[j / 2] = x_j + x_{j+1} (n a
+ * multiple of 2 * VL).  in and out hold the row's columns, g the chunk's
+ * widened g, all from the same first column; stream is a narrowing's
+ * (0, 1, or STREAM_ALIGNED when out is 64-byte aligned).  Each step
+ * prefetches the bytes of the rows ahead at its own offset.
+ */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mode, const char *in,
+                                                    const float *g, float p, char *out,
+                                                    float *dst, int64_t n, int stream,
+                                                    const ug_ahead *ahead)
+{
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2, cols = 2 * VL;
+    const vec_t factor = vset1(p);
+    int64_t j = 0;
+    for (; j + cols <= n; j += cols) {
+        for (int64_t b = j * size; b < (j + cols) * size; b += 64) {
+            if (b < ahead->row_bytes)
+                _mm_prefetch(ahead->row + b, _MM_HINT_T1);
+            if (b < ahead->g_bytes)
+                _mm_prefetch(ahead->g + b, _MM_HINT_T1);
+        }
+        vec_t x0, x1, g0 = vloadu(g + j), g1 = vloadu(g + j + VL);
+        ug_columns(dtype, in + j * size, &x0, &x1);
+        ug_narrow(dtype, vscale(g0, factor), vscale(g1, factor), out + j * size, stream);
+        ug_put(mode, dst, j, vmul(x0, g0), vmul(x1, g1));
+    }
+#if USE_MASKING
+    /* The lanes past the end load as zero and multiply +0.0 by +0.0 (not
+     * by p, which may be infinite): no exception flag the columns
+     * themselves would not raise. */
+    if (j < n) {
+        mask_t mask = (mask_t)((UINT64_C(1) << (n - j)) - 1);
+        vec_t x0, x1, g0, g1;
+        widen_masked_f32(g + j, mask, &g0, &g1);
+        ug_columns_masked(dtype, in + j * size, mask, &x0, &x1);
+        vec_t f0 = vset1_lanes(p, n - j < VL ? n - j : VL);
+        vec_t f1 = vset1_lanes(p, n - j < VL ? 0 : n - j - VL);
+        ug_narrow_masked(dtype, vscale(g0, f0), vscale(g1, f1), out + j * size, mask);
+        x0 = vmul(x0, g0);
+        x1 = vmul(x1, g1);
+        /* UG_PAIR never has a tail */
+        if (mode == UG_FOLD) {
+            vec_t d0, d1;
+            widen_masked_f32(dst + j, mask, &d0, &d1);
+            x0 = vadd(d0, x0);
+            x1 = vadd(d1, x1);
+        }
+        narrow_masked_f32(x0, x1, dst + j, mask);
+        j = n;
+    }
+#endif
+    for (; j < n; j++) {
+        float x = moeperm_widen(dtype, in, j) * g[j];
+        moeperm_narrow(dtype, out, j, scale_one(g[j], p));
+        dst[j] = mode == UG_FOLD ? dst[j] + x : x;
+    }
+}
+
+/* ug_pass() with the way of storing out decided once for the pass: every
+ * store of a step is aligned when out is (a step writes a multiple of 32
+ * bytes). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass_out(moeperm_dtype dtype, int mode,
+                                                        const char *in, const float *g, float p,
+                                                        char *out, float *dst, int64_t n,
+                                                        bool stream, const ug_ahead *ahead)
+{
+    if (!stream)
+        ug_pass(dtype, mode, in, g, p, out, dst, n, 0, ahead);
+    else if (((uintptr_t)out & 63u) == 0)
+        ug_pass(dtype, mode, in, g, p, out, dst, n, STREAM_ALIGNED, ahead);
+    else
+        ug_pass(dtype, mode, in, g, p, out, dst, n, 1, ahead);
+}
+
+/* buf[i] = buf[i] + hi[i] for i < n: one halving step of BinaryAddFunc
+ * (ug_fold()), hi at least n floats after buf. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_vfold(float *buf, const float *hi, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vstoreu(buf + i, vadd(vloadu(buf + i), vloadu(hi + i)));
+    for (; i < n; i++)
+        buf[i] = buf[i] + hi[i];
+}
+
+/* The pairwise tree over buf[0..n), n a power of two (ug_pairwise()), in
+ * place: each level's sums overwrite the front of the buffer. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_vtree(float *buf, int64_t n)
+{
+    for (; n > 2 * VL; n /= 2)
+        for (int64_t j = 0; j < n / 2; j += VL)
+            vstoreu(buf + j, vpair(vloadu(buf + 2 * j), vloadu(buf + 2 * j + VL)));
+    for (; n > 1; n /= 2)
+        for (int64_t j = 0; j < n / 2; j++)
+            buf[j] = buf[2 * j] + buf[2 * j + 1];
+    return buf[0];
+}
+
+/* One slot's row over one chunk of len columns: its permuted_tokens_grad
+ * columns, and the chunk's sum in ug_reduce_chunk()'s order.  x and tmp
+ * are the chunk-long reduction buffers. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, const char *in,
+                                                    const float *g, float p, char *out,
+                                                    int64_t len, bool stream, float *x,
+                                                    float *tmp, const ug_ahead *ahead)
+{
+    if (len < 64) {
+        ug_pass_out(dtype, UG_STORE, in, g, p, out, x, len, stream, ahead);
+        return ug_pairwise(x, tmp, len);
+    }
+    int64_t d = ug_first_fold(len);
+    if (d == 0) { /* len is T, a power of two: the first level of the tree */
+        ug_pass_out(dtype, UG_PAIR, in, g, p, out, x, len, stream, ahead);
+        return ug_vtree(x, len / 2);
+    }
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
+    ug_ahead rest = {ahead->row ? ahead->row + d * size : NULL,
+                     ahead->g ? ahead->g + d * size : NULL, ahead->row_bytes - d * size,
+                     ahead->g_bytes - d * size};
+    ug_pass_out(dtype, UG_STORE, in, g, p, out, x, d, stream, ahead);
+    ug_pass_out(dtype, UG_FOLD, in + d * size, g + d, p, out + d * size, x, len - d, stream,
+                &rest);
+    /* the rest of ug_reduce_folded() */
+    int64_t target = ug_target(len), total = d;
+    while (total > 2 * target) {
+        int64_t half = ug_half(total);
+        ug_vfold(x, x + half, total - half);
+        total = half;
+    }
+    ug_vfold(x, x + target, total - target);
+    return ug_vtree(x, target);
+}
+
+/* g's chunk [c0, c0 + len) of token n widened into buf (or, for float32,
+ * read where it is); *special says it holds an infinity or a NaN. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES const float *ug_widen_g(moeperm_dtype dtype,
+                                                               const moeperm_ug_ctx *c, int64_t n,
+                                                               int64_t c0, int64_t len,
+                                                               float *buf, bool *special)
+{
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
+    const char *row = c->grad + (n * c->grad_s0 + c0) * size;
+    const float *g = dtype == MOEPERM_FLOAT ? (const float *)row : buf;
+    vec_t seen = vzero();
+    int64_t j = 0;
+    for (; j + 2 * VL <= len; j += 2 * VL) {
+        vec_t lo, hi;
+        ug_columns(dtype, row + j * size, &lo, &hi);
+        if (dtype != MOEPERM_FLOAT) {
+            vstoreu(buf + j, lo);
+            vstoreu(buf + j + VL, hi);
+        }
+        seen = vmagnitude_max(vmagnitude_max(seen, lo), hi);
+    }
+    uint32_t most = vmagnitude_reduce(seen);
+    for (; j < len; j++) {
+        float v = moeperm_widen(dtype, row, j);
+        if (dtype != MOEPERM_FLOAT)
+            buf[j] = v;
+        uint32_t magnitude = fp_bits(v) & 0x7fffffffu;
+        most = magnitude > most ? magnitude : most;
+    }
+    *special = most >= 0x7f800000u;
+    return g;
+}
+
+/* The first row token n works on, for prefetching: its first slot with a
+ * row, at column 0 (NULL when every slot is dropped). */
+static inline const char *ug_first_row(const moeperm_ug_ctx *c, int64_t n)
+{
+    for (int64_t k = 0; k < c->top_k; k++) {
+        int64_t s = moeperm_ug_row(c, n, k);
+        if (s >= 0)
+            return c->tokens + s * c->tokens_s0 * c->size;
+    }
+    return NULL;
+}
+
+/*
+ * Tokens [first, end) of a plan with probs and unit column strides, with
+ * one thread's scratch of moeperm_x86_ug_scratch_floats() floats; stream
+ * asks for non-temporal stores of permuted_tokens_grad (then a fence at
+ * the end).
+ */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const moeperm_ug_ctx *c,
+                                                     int64_t first, int64_t end, float *scratch,
+                                                     bool stream)
+{
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2, top_k = c->top_k;
+    int64_t row_floats = moeperm_x86_ug_row_floats(c);
+    float *p = scratch, *acc = p + moeperm_x86_ug_round16(top_k);
+    float *g_buf = acc + moeperm_x86_ug_round16(top_k), *x = g_buf + row_floats,
+          *tmp = x + row_floats;
+    int64_t slot[MOEPERM_MAX_TOP_K], row[MOEPERM_MAX_TOP_K];
+    for (int64_t n = first; n < end; n++) {
+        moeperm_ug_read_probs(c, n, p);
+        int64_t count = 0;
+        for (int64_t k = 0; k < top_k; k++) {
+            acc[k] = 0.0f;
+            int64_t s = moeperm_ug_row(c, n, k);
+            if (s >= 0) {
+                slot[count] = k;
+                row[count++] = s;
+            }
+        }
+        for (int64_t q = 0; q < c->loops; q++) {
+            int64_t c0 = q * c->chunk, len = q == c->loops - 1 ? c->tail : c->chunk;
+            bool special;
+            const float *g = ug_widen_g(dtype, c, n, c0, len, g_buf, &special);
+            if (count < top_k)
+                for (int64_t k = 0, i = 0; k < top_k; k++) {
+                    if (i < count && slot[i] == k)
+                        i++;
+                    else
+                        acc[k] = acc[k] + moeperm_ug_dropped_chunk(special);
+                }
+            for (int64_t i = 0; i < count; i++) {
+                /* the next row: this chunk's next slot, the next chunk's
+                 * first, or the next token's first with its g */
+                ug_ahead ahead = {NULL, NULL, 0, 0};
+                if (i + 1 < count) {
+                    ahead.row = c->tokens + (row[i + 1] * c->tokens_s0 + c0) * size;
+                    ahead.row_bytes = len * size;
+                } else if (q + 1 < c->loops) {
+                    int64_t next_len = q + 2 == c->loops ? c->tail : c->chunk;
+                    ahead.row = c->tokens + (row[0] * c->tokens_s0 + c0 + c->chunk) * size;
+                    ahead.row_bytes = next_len * size;
+                } else if (n + 1 < end) {
+                    ahead.row = ug_first_row(c, n + 1);
+                    ahead.row_bytes = ahead.row ? (c->loops == 1 ? c->tail : c->chunk) * size : 0;
+                    ahead.g = c->grad + (n + 1) * c->grad_s0 * size;
+                    ahead.g_bytes = ahead.row_bytes;
+                }
+                const char *in = c->tokens + (row[i] * c->tokens_s0 + c0) * size;
+                char *out = c->tokens_grad + (row[i] * c->tokens_grad_s0 + c0) * size;
+                float sum = ug_row(dtype, in, g, p[slot[i]], out, len, stream, x, tmp, &ahead);
+                acc[slot[i]] = acc[slot[i]] + sum;
+            }
+        }
+        moeperm_ug_write_probs_grad(c, n, acc);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+static ATTRIBUTES void unpermute_grad_range(const moeperm_ug_ctx *c, int64_t first, int64_t end,
+                                            float *scratch, bool stream)
+{
+    if (c->dtype == MOEPERM_FLOAT)
+        ug_range(MOEPERM_FLOAT, c, first, end, scratch, stream);
+    else if (c->dtype == MOEPERM_FLOAT16)
+        ug_range(MOEPERM_FLOAT16, c, first, end, scratch, stream);
+    else
+        ug_range(MOEPERM_BF16, c, first, end, scratch, stream);
+}
+
+/* The rows' bf16 conversions alone, for the tests. */
+static ATTRIBUTES void bf16_columns_to_float(const uint16_t *src, float *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vec_t lo, hi;
+        ug_columns(MOEPERM_BF16, src + i, &lo, &hi);
+        vstoreu(dst + i, lo);
+        vstoreu(dst + i + VL, hi);
+    }
+    for (; i < n; i++)
+        dst[i] = fp_from_bits((uint32_t)src[i] << 16);
+}
+
+static ATTRIBUTES void float_to_bf16_columns(const float *src, uint16_t *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL)
+        ug_narrow(MOEPERM_BF16, vloadu(src + i), vloadu(src + i + VL), dst + i, false);
+    for (; i < n; i++)
+        dst[i] = fp_float_to_bf16(src[i]);
+}
