@@ -30,8 +30,10 @@
  * rows of permuted_tokens arrive without a miss each.
  */
 
-/* Where the products of a pass go, as the chunk's first step wants them. */
-enum { UG_STORE, UG_FOLD, UG_PAIR };
+/* Where the products of a pass go, as the chunk's first step wants them:
+ * as they are, added to what is there (a fold), or through the first
+ * level of the pairwise tree, or its first three levels. */
+enum { UG_STORE, UG_FOLD, UG_PAIR, UG_TREE3 };
 
 /* What to prefetch while a row is worked on: the bytes of the next row and
  * of the next token's g at the same column. */
@@ -40,31 +42,58 @@ typedef struct ug_ahead {
     int64_t row_bytes, g_bytes;
 } ug_ahead;
 
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_columns(moeperm_dtype dtype, const void *p,
-                                                       vec_t *lo, vec_t *hi)
+/*
+ * bf16 rows whose first step is a level of the tree are read with the even
+ * and the odd columns of each pair of vectors apart (addend_bf16(), no
+ * shuffle), and g is widened the same way: then the first level is one
+ * addition lane by lane, and its sums come out in column order.  Other
+ * rows, and float32 and float16 ones, are read in column order.
+ */
+static MOEPERM_FORCE_INLINE bool ug_split(moeperm_dtype dtype, int mode)
+{
+    return dtype == MOEPERM_BF16 && mode >= UG_PAIR;
+}
+
+/* A pair of vectors of a row, widened (a signalling NaN may stay as it is:
+ * the value is only multiplied, which makes it quiet). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_load(moeperm_dtype dtype, bool split, const void *p,
+                                                    vec_t *lo, vec_t *hi)
 {
     if (dtype == MOEPERM_FLOAT)
         widen_f32(p, lo, hi);
     else if (dtype == MOEPERM_FLOAT16)
         widen_f16(p, lo, hi);
+    else if (split)
+        addend_bf16(p, lo, hi);
     else
         columns_bf16(p, lo, hi);
 }
 
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow(moeperm_dtype dtype, vec_t lo, vec_t hi,
-                                                      void *p, int stream)
+/* A pair of vectors narrowed into p; finite: no lane is a NaN. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow(moeperm_dtype dtype, bool split,
+                                                      bool finite, vec_t lo, vec_t hi, void *p,
+                                                      int stream)
 {
     if (dtype == MOEPERM_FLOAT)
         narrow_f32(lo, hi, p, stream);
     else if (dtype == MOEPERM_FLOAT16)
         narrow_f16(lo, hi, p, stream);
+    else if (split)
+        narrow_bf16_as(lo, hi, p, stream, finite);
     else
-        narrow_columns_bf16(lo, hi, p, stream);
+        narrow_columns_bf16_as(lo, hi, p, stream, finite);
+}
+
+/* The first level of the tree over a pair of vectors of products: the
+ * sums of neighbouring columns, in column order. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES vec_t ug_level(bool split, vec_t x0, vec_t x1)
+{
+    return split ? vadd(x0, x1) : vpair(x0, x1);
 }
 
 #if USE_MASKING
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_columns_masked(moeperm_dtype dtype, const void *p,
-                                                              mask_t mask, vec_t *lo, vec_t *hi)
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_load_masked(moeperm_dtype dtype, const void *p,
+                                                           mask_t mask, vec_t *lo, vec_t *hi)
 {
     if (dtype == MOEPERM_FLOAT)
         widen_masked_f32(p, mask, lo, hi);
@@ -86,65 +115,102 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow_masked(moeperm_dtype dtype
 }
 #endif
 
-/* The products x0 (columns j..j+VL-1) and x1 (the next VL) into dst. */
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_put(int mode, float *dst, int64_t j, vec_t x0,
-                                                   vec_t x1)
+/* Prefetches the bytes [from, from + bytes) of the rows ahead, a line at a
+ * time (bytes a constant: the loop unrolls). */
+static MOEPERM_FORCE_INLINE void ug_prefetch(const ug_ahead *ahead, int64_t from, int64_t bytes)
 {
-    if (mode == UG_PAIR) {
-        vstoreu(dst + j / 2, vpair(x0, x1));
-    } else if (mode == UG_FOLD) {
-        vstoreu(dst + j, vadd(vloadu(dst + j), x0));
-        vstoreu(dst + j + VL, vadd(vloadu(dst + j + VL), x1));
-    } else {
-        vstoreu(dst + j, x0);
-        vstoreu(dst + j + VL, x1);
+    for (int64_t b = from; b < from + bytes; b += 64) {
+        if (b < ahead->row_bytes)
+            _mm_prefetch(ahead->row + b, _MM_HINT_T1);
+        if (b < ahead->g_bytes)
+            _mm_prefetch(ahead->g + b, _MM_HINT_T1);
     }
+}
+
+/*
+ * One step of a pass: columns [j, j + 2 * VL) of a row.  Writes
+ * out = narrow(g * p) (factor is p in every lane, g the first operand) and
+ * returns the products widen(in) * g in *x0 and *x1.
+ */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_step(moeperm_dtype dtype, bool split, bool finite,
+                                                    const char *in, const float *g, vec_t factor,
+                                                    char *out, int64_t j, int stream, vec_t *x0,
+                                                    vec_t *x1)
+{
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
+    vec_t g0 = vloadu(g + j), g1 = vloadu(g + j + VL);
+    ug_load(dtype, split, in + j * size, x0, x1);
+    ug_narrow(dtype, split, finite, vscale(g0, factor), vscale(g1, factor), out + j * size,
+              stream);
+    *x0 = vmul(*x0, g0);
+    *x1 = vmul(*x1, g1);
 }
 
 /*
  * Columns [0, n) of one row: out[j] = narrow(g[j] * p), and the products
  * x_j = widen(in[j]) * g[j] into dst as mode says: UG_STORE dst[j] = x_j,
  * UG_FOLD dst[j] = dst[j] + x_j, UG_PAIR dst[j / 2] = x_j + x_{j+1} (n a
- * multiple of 2 * VL).  in and out hold the row's columns, g the chunk's
- * widened g, all from the same first column; stream is a narrowing's
- * (0, 1, or STREAM_ALIGNED when out is 64-byte aligned).  Each step
- * prefetches the bytes of the rows ahead at its own offset.
+ * multiple of 2 * VL), UG_TREE3 the sums of eight neighbouring columns as
+ * the tree's first three levels make them (n a multiple of 8 * VL).  in
+ * and out hold the row's columns, g the chunk's widened g (split for a
+ * bf16 row in a tree mode), all from the same first column; stream is a
+ * narrowing's (0, 1, or STREAM_ALIGNED when out is 64-byte aligned);
+ * finite says g * p is never a NaN.  Each step of the loop prefetches the
+ * bytes of the rows ahead at its own offset.
  */
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mode, const char *in,
-                                                    const float *g, float p, char *out,
-                                                    float *dst, int64_t n, int stream,
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mode, bool finite,
+                                                    int stream, const char *in, const float *g,
+                                                    float p, char *out, float *dst, int64_t n,
                                                     const ug_ahead *ahead)
 {
-    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2, cols = 2 * VL;
+    const bool split = ug_split(dtype, mode);
+    const int64_t cols = 2 * VL, size = dtype == MOEPERM_FLOAT ? 4 : 2;
     const vec_t factor = vset1(p);
     int64_t j = 0;
-    for (; j + cols <= n; j += cols) {
-        for (int64_t b = j * size; b < (j + cols) * size; b += 64) {
-            if (b < ahead->row_bytes)
-                _mm_prefetch(ahead->row + b, _MM_HINT_T1);
-            if (b < ahead->g_bytes)
-                _mm_prefetch(ahead->g + b, _MM_HINT_T1);
+    if (mode == UG_TREE3) {
+        for (; j + 4 * cols <= n; j += 4 * cols) {
+            vec_t a0, a1, b0, b1, c0, c1, d0, d1;
+            ug_prefetch(ahead, j * size, 4 * cols * size);
+            ug_step(dtype, split, finite, in, g, factor, out, j, stream, &a0, &a1);
+            ug_step(dtype, split, finite, in, g, factor, out, j + cols, stream, &b0, &b1);
+            ug_step(dtype, split, finite, in, g, factor, out, j + 2 * cols, stream, &c0, &c1);
+            ug_step(dtype, split, finite, in, g, factor, out, j + 3 * cols, stream, &d0, &d1);
+            vec_t ab = vpair(ug_level(split, a0, a1), ug_level(split, b0, b1));
+            vec_t cd = vpair(ug_level(split, c0, c1), ug_level(split, d0, d1));
+            vstoreu(dst + j / 8, vpair(ab, cd));
         }
-        vec_t x0, x1, g0 = vloadu(g + j), g1 = vloadu(g + j + VL);
-        ug_columns(dtype, in + j * size, &x0, &x1);
-        ug_narrow(dtype, vscale(g0, factor), vscale(g1, factor), out + j * size, stream);
-        ug_put(mode, dst, j, vmul(x0, g0), vmul(x1, g1));
+        return;
     }
+    for (; j + cols <= n; j += cols) {
+        vec_t x0, x1;
+        ug_prefetch(ahead, j * size, cols * size);
+        ug_step(dtype, split, finite, in, g, factor, out, j, stream, &x0, &x1);
+        if (mode == UG_PAIR) {
+            vstoreu(dst + j / 2, ug_level(split, x0, x1));
+        } else if (mode == UG_FOLD) {
+            vstoreu(dst + j, vadd(vloadu(dst + j), x0));
+            vstoreu(dst + j + VL, vadd(vloadu(dst + j + VL), x1));
+        } else {
+            vstoreu(dst + j, x0);
+            vstoreu(dst + j + VL, x1);
+        }
+    }
+    /* the tree modes never have a tail */
 #if USE_MASKING
     /* The lanes past the end load as zero and multiply +0.0 by +0.0 (not
      * by p, which may be infinite): no exception flag the columns
      * themselves would not raise. */
     if (j < n) {
+        ug_prefetch(ahead, j * size, cols * size);
         mask_t mask = (mask_t)((UINT64_C(1) << (n - j)) - 1);
         vec_t x0, x1, g0, g1;
         widen_masked_f32(g + j, mask, &g0, &g1);
-        ug_columns_masked(dtype, in + j * size, mask, &x0, &x1);
+        ug_load_masked(dtype, in + j * size, mask, &x0, &x1);
         vec_t f0 = vset1_lanes(p, n - j < VL ? n - j : VL);
         vec_t f1 = vset1_lanes(p, n - j < VL ? 0 : n - j - VL);
         ug_narrow_masked(dtype, vscale(g0, f0), vscale(g1, f1), out + j * size, mask);
         x0 = vmul(x0, g0);
         x1 = vmul(x1, g1);
-        /* UG_PAIR never has a tail */
         if (mode == UG_FOLD) {
             vec_t d0, d1;
             widen_masked_f32(dst + j, mask, &d0, &d1);
@@ -162,20 +228,27 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
     }
 }
 
-/* ug_pass() with the way of storing out decided once for the pass: every
- * store of a step is aligned when out is (a step writes a multiple of 32
- * bytes). */
-static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass_out(moeperm_dtype dtype, int mode,
-                                                        const char *in, const float *g, float p,
-                                                        char *out, float *dst, int64_t n,
-                                                        bool stream, const ug_ahead *ahead)
+/* ug_pass() with the way of storing out decided once for the pass (every
+ * store of a step is aligned when out is: a step writes a multiple of 32
+ * bytes), and finite kept only where it changes the code (bf16). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass_out(moeperm_dtype dtype, int mode, bool finite,
+                                                        bool stream, const char *in,
+                                                        const float *g, float p, char *out,
+                                                        float *dst, int64_t n,
+                                                        const ug_ahead *ahead)
 {
-    if (!stream)
-        ug_pass(dtype, mode, in, g, p, out, dst, n, 0, ahead);
-    else if (((uintptr_t)out & 63u) == 0)
-        ug_pass(dtype, mode, in, g, p, out, dst, n, STREAM_ALIGNED, ahead);
-    else
-        ug_pass(dtype, mode, in, g, p, out, dst, n, 1, ahead);
+    int how = !stream ? 0 : ((uintptr_t)out & 63u) == 0 ? STREAM_ALIGNED : 1;
+    if (dtype == MOEPERM_BF16 && finite) {
+        if (how == STREAM_ALIGNED)
+            ug_pass(dtype, mode, true, STREAM_ALIGNED, in, g, p, out, dst, n, ahead);
+        else
+            ug_pass(dtype, mode, true, how, in, g, p, out, dst, n, ahead);
+    } else {
+        if (how == STREAM_ALIGNED)
+            ug_pass(dtype, mode, false, STREAM_ALIGNED, in, g, p, out, dst, n, ahead);
+        else
+            ug_pass(dtype, mode, false, how, in, g, p, out, dst, n, ahead);
+    }
 }
 
 /* buf[i] = buf[i] + hi[i] for i < n: one halving step of BinaryAddFunc
@@ -189,43 +262,59 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_vfold(float *buf, const float *hi
         buf[i] = buf[i] + hi[i];
 }
 
-/* The pairwise tree over buf[0..n), n a power of two (ug_pairwise()), in
- * place: each level's sums overwrite the front of the buffer. */
+/* The pairwise tree over buf[0..n), n a power of two and at least VL
+ * (ug_pairwise()), in place: each level's sums overwrite the front of the
+ * buffer, and the last VL sums are added up in a register (the front
+ * lanes of vpair(v, v) are the sums of neighbouring lanes of v). */
 static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_vtree(float *buf, int64_t n)
 {
-    for (; n > 2 * VL; n /= 2)
+    for (; n > VL; n /= 2)
         for (int64_t j = 0; j < n / 2; j += VL)
             vstoreu(buf + j, vpair(vloadu(buf + 2 * j), vloadu(buf + 2 * j + VL)));
+    vec_t v = vloadu(buf);
     for (; n > 1; n /= 2)
-        for (int64_t j = 0; j < n / 2; j++)
-            buf[j] = buf[2 * j] + buf[2 * j + 1];
-    return buf[0];
+        v = vpair(v, v);
+    return vfirst(v);
+}
+
+/* How a chunk of len columns (len >= 64) starts its reduction: the
+ * first fold, or the first levels of the tree when len is T. */
+static MOEPERM_FORCE_INLINE int ug_mode(int64_t len)
+{
+    if (ug_first_fold(len) != 0)
+        return UG_FOLD;
+    return len % (8 * VL) == 0 ? UG_TREE3 : UG_PAIR;
 }
 
 /* One slot's row over one chunk of len columns: its permuted_tokens_grad
  * columns, and the chunk's sum in ug_reduce_chunk()'s order.  x and tmp
- * are the chunk-long reduction buffers. */
-static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, const char *in,
-                                                    const float *g, float p, char *out,
-                                                    int64_t len, bool stream, float *x,
-                                                    float *tmp, const ug_ahead *ahead)
+ * are the chunk-long reduction buffers; g is split (ug_split()) when the
+ * chunk's mode asks. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, bool finite, bool stream,
+                                                    const char *in, const float *g, float p,
+                                                    char *out, int64_t len, float *x, float *tmp,
+                                                    const ug_ahead *ahead)
 {
     if (len < 64) {
-        ug_pass_out(dtype, UG_STORE, in, g, p, out, x, len, stream, ahead);
+        ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, len, ahead);
         return ug_pairwise(x, tmp, len);
     }
-    int64_t d = ug_first_fold(len);
-    if (d == 0) { /* len is T, a power of two: the first level of the tree */
-        ug_pass_out(dtype, UG_PAIR, in, g, p, out, x, len, stream, ahead);
+    int mode = ug_mode(len);
+    if (mode == UG_TREE3) { /* len is T, a power of two */
+        ug_pass_out(dtype, UG_TREE3, finite, stream, in, g, p, out, x, len, ahead);
+        return ug_vtree(x, len / 8);
+    }
+    if (mode == UG_PAIR) {
+        ug_pass_out(dtype, UG_PAIR, finite, stream, in, g, p, out, x, len, ahead);
         return ug_vtree(x, len / 2);
     }
-    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2;
+    const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2, d = ug_first_fold(len);
     ug_ahead rest = {ahead->row ? ahead->row + d * size : NULL,
                      ahead->g ? ahead->g + d * size : NULL, ahead->row_bytes - d * size,
                      ahead->g_bytes - d * size};
-    ug_pass_out(dtype, UG_STORE, in, g, p, out, x, d, stream, ahead);
-    ug_pass_out(dtype, UG_FOLD, in + d * size, g + d, p, out + d * size, x, len - d, stream,
-                &rest);
+    ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, d, ahead);
+    ug_pass_out(dtype, UG_FOLD, finite, stream, in + d * size, g + d, p, out + d * size, x,
+                len - d, &rest);
     /* the rest of ug_reduce_folded() */
     int64_t target = ug_target(len), total = d;
     while (total > 2 * target) {
@@ -237,9 +326,10 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, const c
     return ug_vtree(x, target);
 }
 
-/* g's chunk [c0, c0 + len) of token n widened into buf (or, for float32,
- * read where it is); *special says it holds an infinity or a NaN. */
-static MOEPERM_FORCE_INLINE ATTRIBUTES const float *ug_widen_g(moeperm_dtype dtype,
+/* g's chunk [c0, c0 + len) of token n widened into buf, split as
+ * ug_split() says (or, for float32, read where it is); *special says it
+ * holds an infinity or a NaN. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES const float *ug_widen_g(moeperm_dtype dtype, bool split,
                                                                const moeperm_ug_ctx *c, int64_t n,
                                                                int64_t c0, int64_t len,
                                                                float *buf, bool *special)
@@ -251,7 +341,7 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES const float *ug_widen_g(moeperm_dtype dty
     int64_t j = 0;
     for (; j + 2 * VL <= len; j += 2 * VL) {
         vec_t lo, hi;
-        ug_columns(dtype, row + j * size, &lo, &hi);
+        ug_load(dtype, split, row + j * size, &lo, &hi);
         if (dtype != MOEPERM_FLOAT) {
             vstoreu(buf + j, lo);
             vstoreu(buf + j + VL, hi);
@@ -311,8 +401,8 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
         }
         for (int64_t q = 0; q < c->loops; q++) {
             int64_t c0 = q * c->chunk, len = q == c->loops - 1 ? c->tail : c->chunk;
-            bool special;
-            const float *g = ug_widen_g(dtype, c, n, c0, len, g_buf, &special);
+            bool special, split = len >= 64 && ug_split(dtype, ug_mode(len));
+            const float *g = ug_widen_g(dtype, split, c, n, c0, len, g_buf, &special);
             if (count < top_k)
                 for (int64_t k = 0, i = 0; k < top_k; k++) {
                     if (i < count && slot[i] == k)
@@ -339,7 +429,10 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
                 }
                 const char *in = c->tokens + (row[i] * c->tokens_s0 + c0) * size;
                 char *out = c->tokens_grad + (row[i] * c->tokens_grad_s0 + c0) * size;
-                float sum = ug_row(dtype, in, g, p[slot[i]], out, len, stream, x, tmp, &ahead);
+                /* g * p is a NaN only from a NaN operand or 0 * inf */
+                bool finite = !special && fabsf(p[slot[i]]) < INFINITY;
+                float sum = ug_row(dtype, finite, stream, in, g, p[slot[i]], out, len, x, tmp,
+                                   &ahead);
                 acc[slot[i]] = acc[slot[i]] + sum;
             }
         }
@@ -366,7 +459,7 @@ static ATTRIBUTES void bf16_columns_to_float(const uint16_t *src, float *dst, si
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
         vec_t lo, hi;
-        ug_columns(MOEPERM_BF16, src + i, &lo, &hi);
+        ug_load(MOEPERM_BF16, false, src + i, &lo, &hi);
         vstoreu(dst + i, lo);
         vstoreu(dst + i + VL, hi);
     }
@@ -378,7 +471,7 @@ static ATTRIBUTES void float_to_bf16_columns(const float *src, uint16_t *dst, si
 {
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL)
-        ug_narrow(MOEPERM_BF16, vloadu(src + i), vloadu(src + i + VL), dst + i, false);
+        ug_narrow(MOEPERM_BF16, false, false, vloadu(src + i), vloadu(src + i + VL), dst + i, 0);
     for (; i < n; i++)
         dst[i] = fp_float_to_bf16(src[i]);
 }

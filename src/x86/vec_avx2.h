@@ -76,6 +76,12 @@ PRIMITIVE __m256 vscale(__m256 x, __m256 p)
     return product;
 }
 
+/* Lane 0. */
+PRIMITIVE float vfirst(__m256 v)
+{
+    return _mm256_cvtss_f32(v);
+}
+
 PRIMITIVE __m256 vloadu(const float *p)
 {
     return _mm256_loadu_ps(p);
@@ -196,9 +202,10 @@ PRIMITIVE void narrow_f16(__m256 lo, __m256 hi, void *p, int stream)
 }
 
 /* fp_float_to_bf16(): add 0x7fff plus the lowest kept bit and keep the
- * upper half; a NaN keeps its upper half with the quiet bit set.  The
- * result is left in the upper half of each word. */
-PRIMITIVE __m256i round_bf16(__m256 value)
+ * upper half; a NaN keeps its upper half with the quiet bit set (unless
+ * the caller knows there is none: finite).  The result is left in the
+ * upper half of each word. */
+PRIMITIVE __m256i round_bf16_as(__m256 value, bool finite)
 {
     const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
     const __m256i infinity = _mm256_set1_epi32(0x7f800000);
@@ -206,27 +213,36 @@ PRIMITIVE __m256i round_bf16(__m256 value)
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i quiet = _mm256_set1_epi32(0x00400000);
     __m256i bits = _mm256_castps_si256(value);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), infinity);
     __m256i lowest = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
     __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(bias, lowest));
+    if (finite)
+        return rounded;
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), infinity);
     return _mm256_blendv_epi8(rounded, _mm256_or_si256(bits, quiet), nan);
 }
 
 /* Puts the even columns' upper halves back in the low halves and the odd
- * ones' in the high halves, undoing widen_bf16(). */
+ * ones' in the high halves, undoing widen_bf16(); finite: no lane is a
+ * NaN. */
+PRIMITIVE void narrow_bf16_as(__m256 even, __m256 odd, void *p, int stream, bool finite)
+{
+    __m256i low = _mm256_srli_epi32(round_bf16_as(even, finite), 16);
+    __m256i high =
+        _mm256_and_si256(round_bf16_as(odd, finite), _mm256_set1_epi32((int)0xffff0000u));
+    store256(p, _mm256_or_si256(low, high), stream);
+}
+
 PRIMITIVE void narrow_bf16(__m256 even, __m256 odd, void *p, int stream)
 {
-    __m256i low = _mm256_srli_epi32(round_bf16(even), 16);
-    __m256i high = _mm256_and_si256(round_bf16(odd), _mm256_set1_epi32((int)0xffff0000u));
-    store256(p, _mm256_or_si256(low, high), stream);
+    narrow_bf16_as(even, odd, p, stream, false);
 }
 
 /* The inverse of columns_bf16(): the packing works within 128-bit lanes,
  * so the halves come out interleaved, and one permute puts them back. */
-PRIMITIVE void narrow_columns_bf16(__m256 lo, __m256 hi, void *p, int stream)
+PRIMITIVE void narrow_columns_bf16_as(__m256 lo, __m256 hi, void *p, int stream, bool finite)
 {
-    __m256i a = _mm256_srli_epi32(round_bf16(lo), 16);
-    __m256i b = _mm256_srli_epi32(round_bf16(hi), 16);
+    __m256i a = _mm256_srli_epi32(round_bf16_as(lo, finite), 16);
+    __m256i b = _mm256_srli_epi32(round_bf16_as(hi, finite), 16);
     store256(p, _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8), stream);
 }
 

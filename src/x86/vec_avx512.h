@@ -68,6 +68,12 @@ PRIMITIVE __m512 vscale(__m512 x, __m512 p)
     return product;
 }
 
+/* Lane 0. */
+PRIMITIVE float vfirst(__m512 v)
+{
+    return _mm512_cvtss_f32(v);
+}
+
 PRIMITIVE __m512 vloadu(const float *p)
 {
     return _mm512_loadu_ps(p);
@@ -203,42 +209,51 @@ PRIMITIVE void narrow_f16(__m512 lo, __m512 hi, void *p, int stream)
 }
 
 /* fp_float_to_bf16() as in vec_avx2.h, with a mask register for the NaN
- * lanes; the result is left in the upper half of each word. */
-PRIMITIVE __m512i round_bf16(__m512 value)
+ * lanes (none when finite); the result is left in the upper half of each
+ * word. */
+PRIMITIVE __m512i round_bf16_as(__m512 value, bool finite)
 {
     __m512i bits = _mm512_castps_si512(value);
     __m512i lowest = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
     __m512i rounded =
         _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lowest));
+    if (finite)
+        return rounded;
     return _mm512_mask_or_epi32(rounded, nan_lanes(bits), bits, _mm512_set1_epi32(0x00400000));
 }
 
 /* Undoes bf16_halves(). */
-PRIMITIVE __m512i bf16_pair(__m512 even, __m512 odd)
+PRIMITIVE __m512i bf16_pair(__m512 even, __m512 odd, bool finite)
 {
-    __m512i low = _mm512_srli_epi32(round_bf16(even), 16);
-    __m512i high = _mm512_and_si512(round_bf16(odd), _mm512_set1_epi32((int)0xffff0000u));
+    __m512i low = _mm512_srli_epi32(round_bf16_as(even, finite), 16);
+    __m512i high =
+        _mm512_and_si512(round_bf16_as(odd, finite), _mm512_set1_epi32((int)0xffff0000u));
     return _mm512_or_si512(low, high);
+}
+
+PRIMITIVE void narrow_bf16_as(__m512 even, __m512 odd, void *p, int stream, bool finite)
+{
+    store512(p, bf16_pair(even, odd, finite), stream);
 }
 
 PRIMITIVE void narrow_bf16(__m512 even, __m512 odd, void *p, int stream)
 {
-    store512(p, bf16_pair(even, odd), stream);
+    narrow_bf16_as(even, odd, p, stream, false);
 }
 
 /* Undoes columns_bf16(): the packing works within 128-bit lanes, and one
  * permute of 64-bit pieces puts the columns back in order. */
-PRIMITIVE __m512i bf16_columns_pair(__m512 lo, __m512 hi)
+PRIMITIVE __m512i bf16_columns_pair(__m512 lo, __m512 hi, bool finite)
 {
     const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
-    __m512i a = _mm512_srli_epi32(round_bf16(lo), 16);
-    __m512i b = _mm512_srli_epi32(round_bf16(hi), 16);
+    __m512i a = _mm512_srli_epi32(round_bf16_as(lo, finite), 16);
+    __m512i b = _mm512_srli_epi32(round_bf16_as(hi, finite), 16);
     return _mm512_permutexvar_epi64(order, _mm512_packus_epi32(a, b));
 }
 
-PRIMITIVE void narrow_columns_bf16(__m512 lo, __m512 hi, void *p, int stream)
+PRIMITIVE void narrow_columns_bf16_as(__m512 lo, __m512 hi, void *p, int stream, bool finite)
 {
-    store512(p, bf16_columns_pair(lo, hi), stream);
+    store512(p, bf16_columns_pair(lo, hi, finite), stream);
 }
 
 /* The masked forms: the lanes outside the mask load as zero, are never
@@ -288,12 +303,12 @@ PRIMITIVE void narrow_masked_f16(__m512 lo, __m512 hi, void *p, __mmask32 mask)
 
 PRIMITIVE void narrow_masked_bf16(__m512 even, __m512 odd, void *p, __mmask32 mask)
 {
-    _mm512_mask_storeu_epi16(p, mask, bf16_pair(even, odd));
+    _mm512_mask_storeu_epi16(p, mask, bf16_pair(even, odd, false));
 }
 
 PRIMITIVE void narrow_columns_masked_bf16(__m512 lo, __m512 hi, void *p, __mmask32 mask)
 {
-    _mm512_mask_storeu_epi16(p, mask, bf16_columns_pair(lo, hi));
+    _mm512_mask_storeu_epi16(p, mask, bf16_columns_pair(lo, hi, false));
 }
 
 /* One 64-byte line from src to dst, which is 64-byte aligned, past the

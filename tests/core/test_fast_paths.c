@@ -780,11 +780,18 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
  * MoeTokenUnpermuteGrad: a value for a case, by kind: 0 draw()'s edge
  * values (which make most sums NaN), 1 ordinary values spread over a few
  * binades of both signs, so that the order of the sums shows in their
- * bits, 2 the same with one value in 64 drawn by draw().
+ * bits, 2 the same with one value in 64 drawn by draw(), 3 draw_nan()'s
+ * (NaNs of every payload half the time, whose low bits meet the bf16
+ * rounding); 4 is 1 for the tokens and g and 3 for the probs (a NaN
+ * product from p alone).
  */
 static uint32_t draw_ug(uint64_t *rng, moeperm_dtype dtype, int kind)
 {
     uint64_t r = naive_rand(rng);
+    if (kind == 3)
+        return draw_nan(rng, dtype);
+    if (kind == 4)
+        kind = 1;
     if (kind == 0 || (kind == 2 && r % 64 == 0))
         return draw(rng, dtype);
     float mantissa = (float)(r & 0xffffff) / (float)(1 << 24) + 0.5f;
@@ -884,7 +891,10 @@ static void check_unpermute_grad_case(int number, moeperm_dtype dtype, moeperm_d
     for (int64_t i = 0; i < b.g_elems; i++)
         put(b.g, i, es, draw_ug(&rng, dtype, kind));
     for (int64_t i = 0; i < b.p_elems; i++)
-        put(b.p, i, ps, kind == 0 ? draw_prob(&rng, probs_dtype) : draw_ug(&rng, probs_dtype, kind));
+        put(b.p, i, ps,
+            kind == 0   ? draw_prob(&rng, probs_dtype)
+            : kind == 4 ? draw_nan(&rng, probs_dtype)
+                        : draw_ug(&rng, probs_dtype, kind));
     naive_permutation(&rng, b.indices, count);
 
     moeperm_executor *plan =
@@ -970,22 +980,23 @@ static void test_unpermute_grad_every_branch_fast_path_matches_portable_bits(voi
         }
 }
 
-/* Products of NaNs, infinities and zeros in every combination, dropped
- * slots meeting infinite g, on every dtype pair, in rows whose length
- * leaves vector tails. */
+/* Products of NaNs (of every payload), infinities and zeros in every
+ * combination, dropped slots meeting infinite g, on every dtype pair, in
+ * rows whose length leaves vector tails and in rows of T columns. */
 static void test_unpermute_grad_edge_values_fast_path_matches_portable_bits(void **state)
 {
     (void)state;
     if (!have_fast_path())
         skip();
-    static const int64_t hiddens[] = {37, 100, 512, 777};
+    static const int64_t hiddens[] = {37, 64, 100, 512, 777};
     int number = 3900;
     for (size_t h = 0; h < sizeof hiddens / sizeof *hiddens; h++)
-        for (int pair = 0; pair < 9; pair++, number++)
-            if (selected(number))
-                check_unpermute_grad_case(number, dtypes[pair / 3], dtypes[pair % 3], 5, 4,
-                                          hiddens[h], 15, (ug_layout){{0}, 0, false}, NULL, 2,
-                                          0);
+        for (int pair = 0; pair < 9; pair++)
+            for (int kind = 0; kind < 5; kind += kind ? 1 : 3, number++)
+                if (selected(number))
+                    check_unpermute_grad_case(number, dtypes[pair / 3], dtypes[pair % 3], 5, 4,
+                                              hiddens[h], 15, (ug_layout){{0}, 0, false}, NULL,
+                                              2, kind);
 }
 
 /* Strided columns fall back to the portable loop; large outputs (8 MiB
@@ -999,21 +1010,21 @@ static void test_unpermute_grad_strided_and_streamed_match_portable_bits(void **
         moeperm_dtype d = dtypes[pair / 3], q = dtypes[pair % 3];
         ug_layout rows_strided = {{.grad_cstride = 2, .grad_offset = 1}, 0, true};
         ug_layout out_strided = {{.out_cstride = 3, .out_offset = 2}, 0, false};
-        if (selected(4000 + pair))
-            check_unpermute_grad_case(4000 + pair, d, q, 9, 4, 45, 36, rows_strided, NULL, 2, 2);
-        if (selected(4010 + pair))
-            check_unpermute_grad_case(4010 + pair, d, q, 9, 4, 45, 30, out_strided, NULL, 2, 2);
+        if (selected(4100 + pair))
+            check_unpermute_grad_case(4100 + pair, d, q, 9, 4, 45, 36, rows_strided, NULL, 2, 2);
+        if (selected(4110 + pair))
+            check_unpermute_grad_case(4110 + pair, d, q, 9, 4, 45, 30, out_strided, NULL, 2, 2);
     }
     ug_layout aligned = {{0}, 0, false}, shifted = {{.out_offset = 1, .grad_offset = 3}, 0, false};
     ug_layout sixteen_bytes = {{.out_offset = 8}, 1, true};
-    if (selected(4020))
-        check_unpermute_grad_case(4020, MOEPERM_FLOAT, MOEPERM_BF16, 256, 8, 1024, 2048, aligned,
+    if (selected(4120))
+        check_unpermute_grad_case(4120, MOEPERM_FLOAT, MOEPERM_BF16, 256, 8, 1024, 2048, aligned,
                                   NULL, 2, 2);
-    if (selected(4021))
-        check_unpermute_grad_case(4021, MOEPERM_BF16, MOEPERM_FLOAT, 256, 8, 2101, 2000, shifted,
+    if (selected(4121))
+        check_unpermute_grad_case(4121, MOEPERM_BF16, MOEPERM_FLOAT, 256, 8, 2101, 2000, shifted,
                                   NULL, 2, 2);
-    if (selected(4022))
-        check_unpermute_grad_case(4022, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 128, 8, 4096, 1024,
+    if (selected(4122))
+        check_unpermute_grad_case(4122, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 128, 8, 4096, 1024,
                                   sixteen_bytes, NULL, 2, 1);
 }
 
