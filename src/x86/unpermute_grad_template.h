@@ -32,8 +32,9 @@
 
 /* Where the products of a pass go, as the chunk's first step wants them:
  * as they are, added to what is there (a fold), or through the first
- * level of the pairwise tree, or its first three levels. */
-enum { UG_STORE, UG_FOLD, UG_PAIR, UG_TREE3 };
+ * level of the pairwise tree, or its first three levels, or the chunk's
+ * one fold to T and then the tree's first three levels. */
+enum { UG_STORE, UG_FOLD, UG_PAIR, UG_TREE3, UG_FOLD3 };
 
 /* What to prefetch while a row is worked on: the bytes of the next row and
  * of the next token's g at the same column. */
@@ -146,17 +147,39 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_step(moeperm_dtype dtype, bool sp
     *x1 = vmul(*x1, g1);
 }
 
+/* Four steps from column j: the products of 8 * VL columns in x[0..8). */
+static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_steps4(moeperm_dtype dtype, bool split, bool finite,
+                                                      const char *in, const float *g,
+                                                      vec_t factor, char *out, int64_t j,
+                                                      int stream, vec_t *x)
+{
+    for (int s = 0; s < 4; s++)
+        ug_step(dtype, split, finite, in, g, factor, out, j + s * 2 * VL, stream, &x[2 * s],
+                &x[2 * s + 1]);
+}
+
+/* The tree's first three levels over the products of 8 * VL columns: the
+ * sums of eight neighbouring columns, in column order. */
+static MOEPERM_FORCE_INLINE ATTRIBUTES vec_t ug_levels3(bool split, const vec_t *x)
+{
+    vec_t ab = vpair(ug_level(split, x[0], x[1]), ug_level(split, x[2], x[3]));
+    vec_t cd = vpair(ug_level(split, x[4], x[5]), ug_level(split, x[6], x[7]));
+    return vpair(ab, cd);
+}
+
 /*
  * Columns [0, n) of one row: out[j] = narrow(g[j] * p), and the products
  * x_j = widen(in[j]) * g[j] into dst as mode says: UG_STORE dst[j] = x_j,
  * UG_FOLD dst[j] = dst[j] + x_j, UG_PAIR dst[j / 2] = x_j + x_{j+1} (n a
  * multiple of 2 * VL), UG_TREE3 the sums of eight neighbouring columns as
- * the tree's first three levels make them (n a multiple of 8 * VL).  in
- * and out hold the row's columns, g the chunk's widened g (split for a
- * bf16 row in a tree mode), all from the same first column; stream is a
- * narrowing's (0, 1, or STREAM_ALIGNED when out is 64-byte aligned);
- * finite says g * p is never a NaN.  Each step of the loop prefetches the
- * bytes of the rows ahead at its own offset.
+ * the tree's first three levels make them (n a multiple of 8 * VL),
+ * UG_FOLD3 the same over y_j = x_j + x_{j+t} (x_j alone from n - t on)
+ * for j < t = ug_target(n) (t and n - t multiples of 8 * VL).  in and out
+ * hold the row's columns, g the chunk's widened g (split for a bf16 row in
+ * a tree mode), all from the same first column; stream is a narrowing's
+ * (0, 1, or STREAM_ALIGNED when out is 64-byte aligned); finite says
+ * g * p is never a NaN.  Each step of the loop prefetches the bytes of the
+ * rows ahead at its own offset.
  */
 static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mode, bool finite,
                                                     int stream, const char *in, const float *g,
@@ -169,15 +192,26 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
     int64_t j = 0;
     if (mode == UG_TREE3) {
         for (; j + 4 * cols <= n; j += 4 * cols) {
-            vec_t a0, a1, b0, b1, c0, c1, d0, d1;
+            vec_t x[8];
             ug_prefetch(ahead, j * size, 4 * cols * size);
-            ug_step(dtype, split, finite, in, g, factor, out, j, stream, &a0, &a1);
-            ug_step(dtype, split, finite, in, g, factor, out, j + cols, stream, &b0, &b1);
-            ug_step(dtype, split, finite, in, g, factor, out, j + 2 * cols, stream, &c0, &c1);
-            ug_step(dtype, split, finite, in, g, factor, out, j + 3 * cols, stream, &d0, &d1);
-            vec_t ab = vpair(ug_level(split, a0, a1), ug_level(split, b0, b1));
-            vec_t cd = vpair(ug_level(split, c0, c1), ug_level(split, d0, d1));
-            vstoreu(dst + j / 8, vpair(ab, cd));
+            ug_steps4(dtype, split, finite, in, g, factor, out, j, stream, x);
+            vstoreu(dst + j / 8, ug_levels3(split, x));
+        }
+        return;
+    }
+    if (mode == UG_FOLD3) {
+        const int64_t t = ug_target(n);
+        for (; j < t; j += 4 * cols) {
+            vec_t x[8], y[8];
+            ug_prefetch(ahead, j * size, 4 * cols * size);
+            ug_steps4(dtype, split, finite, in, g, factor, out, j, stream, x);
+            if (j + t < n) {
+                ug_prefetch(ahead, (j + t) * size, 4 * cols * size);
+                ug_steps4(dtype, split, finite, in, g, factor, out, j + t, stream, y);
+                for (int s = 0; s < 8; s++)
+                    x[s] = vadd(x[s], y[s]);
+            }
+            vstoreu(dst + j / 8, ug_levels3(split, x));
         }
         return;
     }
@@ -278,12 +312,16 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_vtree(float *buf, int64_t n)
 }
 
 /* How a chunk of len columns (len >= 64) starts its reduction: the
- * first fold, or the first levels of the tree when len is T. */
+ * first levels of the tree when len is T, its one fold to T and those
+ * levels in one pass when the strides allow, else the first fold. */
 static MOEPERM_FORCE_INLINE int ug_mode(int64_t len)
 {
-    if (ug_first_fold(len) != 0)
-        return UG_FOLD;
-    return len % (8 * VL) == 0 ? UG_TREE3 : UG_PAIR;
+    int64_t d = ug_first_fold(len), t = ug_target(len);
+    if (d == 0)
+        return len % (8 * VL) == 0 ? UG_TREE3 : UG_PAIR;
+    if (d == t && t % (8 * VL) == 0 && (len - t) % (8 * VL) == 0)
+        return UG_FOLD3;
+    return UG_FOLD;
 }
 
 /* One slot's row over one chunk of len columns: its permuted_tokens_grad
@@ -303,6 +341,10 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, bool fi
     if (mode == UG_TREE3) { /* len is T, a power of two */
         ug_pass_out(dtype, UG_TREE3, finite, stream, in, g, p, out, x, len, ahead);
         return ug_vtree(x, len / 8);
+    }
+    if (mode == UG_FOLD3) {
+        ug_pass_out(dtype, UG_FOLD3, finite, stream, in, g, p, out, x, len, ahead);
+        return ug_vtree(x, ug_target(len) / 8);
     }
     if (mode == UG_PAIR) {
         ug_pass_out(dtype, UG_PAIR, finite, stream, in, g, p, out, x, len, ahead);
