@@ -88,13 +88,20 @@ typedef enum moeperm_op {
 MOEPERM_API const char *moeperm_op_name(moeperm_op op);
 MOEPERM_API moeperm_op moeperm_op_parse(const char *name);
 
-/* Status codes.  The values equal the vendor's aclnnStatus. */
+/*
+ * Status codes.  The values equal the vendor's aclnnStatus.  An operator
+ * refuses what the Atlas A2/A3 device refuses, with the device's code, and
+ * what the device's kernel gives no determined result for, with 161002;
+ * moeperm_last_error() then begins "the device refuses" or "the device's
+ * result is undetermined" (docs/operators.md, "The input domain").
+ */
 typedef int32_t moeperm_status;
 #define MOEPERM_SUCCESS 0                /* the call did what it says */
 #define MOEPERM_ERR_PARAM_NULLPTR 161001 /* a required tensor, pointer or out-pointer is NULL */
 #define MOEPERM_ERR_PARAM_INVALID 161002 /* a dtype, shape, attribute or index is not accepted */
 #define MOEPERM_ERR_RUNTIME_ERROR 361001 /* a runtime failed (device, memory, stream) */
 #define MOEPERM_ERR_INNER 561000         /* internal failure, e.g. memory allocation */
+#define MOEPERM_ERR_INNER_TILING_ERROR 561002 /* the device's tiling refuses the shapes or attributes */
 
 /*
  * moeperm_status_name() returns the name of a status code, such as
@@ -411,9 +418,54 @@ typedef struct moeperm_chip {
 } moeperm_chip;
 
 /* Atlas A2 (and A3): the values the vendor's kernel tests use and the
- * default of every plan. */
+ * default of every plan; they are those of the named chips of 48 vector
+ * cores below (Ascend910B1, B2, B2C, Ascend910_9381, 9382, 9391, 9392). */
 #define MOEPERM_CHIP_A2_UB_BYTES 196352
 #define MOEPERM_CHIP_A2_VECTOR_CORES 48
+
+/*
+ * The named Atlas A2 (SoC family Ascend910B) and A3 (Ascend910_93) chips,
+ * as initialisers: `moeperm_chip chip = MOEPERM_CHIP_ASCEND910B3;`.  The
+ * numbers come from the vendor's platform configuration of each chip
+ * (hicann/runtime, src/platform/platform_config/cann/<name>.ini): every one
+ * has ub_size = 196608, of which the tiling sees 196352, since
+ * PlatformAscendC::GetCoreMemSize() keeps 256 bytes back on the Ascend910B
+ * and Ascend910_93 families (cannmirror/asc-devkit,
+ * impl/utils/tiling/platform/platform_ascendc.cpp, LOCAL_RESERV_SIZE); the
+ * vector cores are the file's vector_core_cnt, which GetCoreNumAiv()
+ * returns for their core_type_list CubeCore,VectorCore.  No source fixes
+ * the numbers of any other chip, so none is named here.
+ */
+#define MOEPERM_CHIP_ASCEND910B1 {196352, 48}
+#define MOEPERM_CHIP_ASCEND910B2 {196352, 48}
+#define MOEPERM_CHIP_ASCEND910B2C {196352, 48}
+#define MOEPERM_CHIP_ASCEND910B3 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910B4 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910B4_1 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910_9362 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910_9363 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910_9372 {196352, 40}
+#define MOEPERM_CHIP_ASCEND910_9381 {196352, 48}
+#define MOEPERM_CHIP_ASCEND910_9382 {196352, 48}
+#define MOEPERM_CHIP_ASCEND910_9391 {196352, 48}
+#define MOEPERM_CHIP_ASCEND910_9392 {196352, 48}
+
+/*
+ * moeperm_chip_by_name() sets *chip to the named chip above; name is the
+ * vendor's SoC_version, spelled as in moeperm_chip_names() (for example
+ * "Ascend910B4-1", "Ascend910_9382").  Returns MOEPERM_SUCCESS,
+ * MOEPERM_ERR_PARAM_NULLPTR for a NULL name or chip, or
+ * MOEPERM_ERR_PARAM_INVALID for a name that is none of them (*chip
+ * untouched, moeperm_last_error() naming it).  Thread safe.
+ */
+MOEPERM_API moeperm_status moeperm_chip_by_name(const char *name, moeperm_chip *chip);
+
+/*
+ * moeperm_chip_names() returns the names moeperm_chip_by_name() knows, in
+ * the order above, separated by single spaces.  The string is static;
+ * thread safe.
+ */
+MOEPERM_API const char *moeperm_chip_names(void);
 /* The accepted ranges.  Below the smallest buffer the tiling's arithmetic
  * leaves no room for one chunk at top_k = 512; the largest values are far
  * beyond any chip and only keep the arithmetic in range. */

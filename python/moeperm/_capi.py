@@ -19,6 +19,7 @@ ERR_PARAM_NULLPTR = 161001
 ERR_PARAM_INVALID = 161002
 ERR_RUNTIME_ERROR = 361001
 ERR_INNER = 561000
+ERR_INNER_TILING_ERROR = 561002
 
 # moeperm_dtype values (the vendor's aclDataType numbers).
 FLOAT32 = 0
@@ -35,8 +36,8 @@ class Error(Exception):
     ``status`` is the aclnn status code (161002 for an invalid parameter,
     ...), ``status_name`` its name ("MOEPERM_ERR_PARAM_INVALID") and the
     message the library's sentence naming the offending value, e.g.
-    "sorted_indices[17] = 4096 is outside [0, 4095]".  Outputs are untouched
-    when it is raised.
+    "the device's result is undetermined: sorted_indices[17] = -1 is
+    negative: ...".  Outputs are untouched when it is raised.
     """
 
     def __init__(self, status, message):
@@ -52,8 +53,9 @@ class Error(Exception):
 
 
 class ArgumentError(Error, ValueError):
-    """An Error for a value the library does not accept (status 161001 or
-    161002); also a ValueError, since it is the caller's value that is wrong."""
+    """An Error for a value the library does not accept (status 161001,
+    161002, or 561002 where the device's tiling refuses it); also a
+    ValueError, since it is the caller's value that is wrong."""
 
 
 def _status_name(status):
@@ -65,7 +67,8 @@ def error_for(status, message=None):
     ``message`` is given (for values refused before they reach C)."""
     if message is None:
         message = _lib.moeperm_last_error().decode("utf-8", "replace")
-    cls = ArgumentError if status in (ERR_PARAM_NULLPTR, ERR_PARAM_INVALID) else Error
+    cls = ArgumentError if status in (ERR_PARAM_NULLPTR, ERR_PARAM_INVALID,
+                                      ERR_INNER_TILING_ERROR) else Error
     return cls(status, message)
 
 

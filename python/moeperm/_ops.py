@@ -82,10 +82,12 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
         np.float16 or np.uint16 (np.uint16 arrays hold bf16 bit patterns), or
         a CPU torch.Tensor of torch.float32, torch.float16 or torch.bfloat16.
     sorted_indices: [tokens_num * num_topk], int32 or int64 (numpy or torch),
-        a permutation of 0..tokens_num*num_topk-1; int64 is narrowed to an
-        int32 copy (a value that does not fit is refused).
-    num_topk: top_k, in [1, 512].
-    padded_mode: must be False.
+        non-negative; entries >= rows are dropped slots, rows may be read
+        more than once, and entries past tokens_num*num_topk are unread;
+        int64 is narrowed to an int32 copy (a value that does not fit is
+        refused).
+    num_topk: top_k, in [1, 512], or -1, which means 1.
+    padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     out: optional [tokens_num, hidden_size] array or tensor of the same dtype
         to write into (it is returned); any non-negative strides.
 
@@ -100,13 +102,14 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, num_topk, padde
     grad = view(permuted_output_grad, "permuted_output_grad", _FLOATS, 2, "[rows, hidden_size]")
     indices = view(sorted_indices, "sorted_indices", (INT32, INT64), 1, "[tokens_num * num_topk]")
     count = indices.shape[0]
-    indices = _int32_view(indices, lambda i, value: "sorted_indices[%d] = %d is outside [0, %d]"
-                          % (i, value, count - 1))
+    indices = _int32_view(indices, lambda i, value: "sorted_indices[%d] = %d does not fit in "
+                          "int32" % (i, value))
     top_k = _integer(num_topk, "num_topk")
     if not _INT64_MIN <= top_k <= _INT64_MAX:
         raise _capi.refuse("num_topk = %d is outside [1, %d]" % (top_k, MAX_TOP_K))
     if out is None:
-        tokens = count // top_k if top_k >= 1 else 0
+        k = 1 if top_k == -1 else top_k  # the device takes num_topk = -1 as 1
+        tokens = count // k if k >= 1 else 0
         result, out_view = _arrays.empty(grad, (tokens, grad.shape[1]), grad.dtype, "out")
     else:
         out_view = view(out, "out", _FLOATS, 2, "[tokens_num, hidden_size]", out=True)
@@ -141,9 +144,7 @@ def _shape_value(value, name):
 
 def _sorted_indices_view(value, name="sorted_indices"):
     v = view(value, name, (INT32, INT64), 1, "[tokens_num * top_k]")
-    count = v.shape[0]
-    return _int32_view(v, lambda i, x: "%s[%d] = %d is outside [0, %d]"
-                       % (name, i, x, count - 1))
+    return _int32_view(v, lambda i, x: "%s[%d] = %d does not fit in int32" % (name, i, x))
 
 
 def _bool(value, name):

@@ -620,9 +620,8 @@ def _input_array(value, name, slot):
     the operators take, as their functions narrow them."""
     v = _arrays.view(value, name, tuple(c for c in _NUMPY_OF if c != _g.FLOAT64))
     if slot == "sorted_indices" and v.dtype == INT64:
-        count = int(np.prod(v.shape, dtype=np.int64))
-        return _ops._int32_indices(v, lambda i, x: "%s[%d] = %d is outside [0, %d]"
-                                   % (slot, i, x, count - 1))
+        return _ops._int32_indices(v, lambda i, x: "%s[%d] = %d does not fit in int32"
+                                   % (slot, i, x))
     return np.ascontiguousarray(_arrays.as_numpy(v))
 
 

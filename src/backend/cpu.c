@@ -132,6 +132,7 @@ static int cpu_run(backend *self, backend_problem *p, char *err, size_t err_len)
         return BACKEND_OK;
     case MOEPERM_ERR_PARAM_NULLPTR:
     case MOEPERM_ERR_PARAM_INVALID:
+    case MOEPERM_ERR_INNER_TILING_ERROR:
         /* The operator refused the problem: bad input, not a broken
          * backend; err already holds moeperm_last_error()'s sentence. */
         return BACKEND_BAD_INPUT;

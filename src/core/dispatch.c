@@ -12,7 +12,6 @@
 
 #include "core/dispatch.h"
 #include "core/internal.h"
-#include "core/kernel.h"
 
 /* Below this many bytes per thread, waking another thread risks more than
  * it saves: a wake-up is tens of microseconds on an idle machine but a

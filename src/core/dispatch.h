@@ -20,6 +20,13 @@
 
 #include <moeperm/moeperm.h>
 
+/* The x86 vector code is built on x86 with a GNU C compiler (its
+ * intrinsics and target attributes). */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define MOEPERM_HAVE_X86_PATH 1
+#include "x86/cpu_features.h"
+#endif
+
 /* The instruction set MOEPERM_ISA_AUTO means when nothing was chosen: the
  * best this CPU runs, or MOEPERM_ISA_PORTABLE when MOEPERM_FORCE_PORTABLE
  * is set.  Asked once, then cached; thread safe. */

@@ -19,6 +19,31 @@ moeperm_status moeperm_fail(moeperm_status status, const char *format, ...)
     return status;
 }
 
+static void say_with(const char *lead, const char *format, va_list args)
+{
+    size_t used = strlen(lead);
+    memcpy(last_error, lead, used + 1);
+    vsnprintf(last_error + used, sizeof last_error - used, format, args);
+}
+
+moeperm_status moeperm_refuse(moeperm_status status, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    say_with("the device refuses ", format, args);
+    va_end(args);
+    return status;
+}
+
+moeperm_status moeperm_undetermined(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    say_with("the device's result is undetermined: ", format, args);
+    va_end(args);
+    return MOEPERM_ERR_PARAM_INVALID;
+}
+
 const char *moeperm_last_error(void)
 {
     return last_error;
@@ -37,6 +62,8 @@ const char *moeperm_status_name(moeperm_status status)
         return "MOEPERM_ERR_RUNTIME_ERROR";
     case MOEPERM_ERR_INNER:
         return "MOEPERM_ERR_INNER";
+    case MOEPERM_ERR_INNER_TILING_ERROR:
+        return "MOEPERM_ERR_INNER_TILING_ERROR";
     default:
         return "MOEPERM_UNKNOWN_STATUS";
     }

@@ -2,7 +2,7 @@
  * tensor.c - tensor views: dims, strides in elements, an offset, borrowed
  * memory.  Creation checks only what makes a view meaningless (negative
  * numbers, too many dims); whether a view suits the operator is the
- * operator's question (validate.c).
+ * operator's question (core/checks.c and each operator's checks).
  */
 #include <stdlib.h>
 

@@ -523,7 +523,7 @@ typedef struct pg_ctx {
     const int32_t *idx; /* sorted_indices [T*K] */
     int64_t R, H, T, K;
     bool has_dropped;
-    int32_t *owner; /* owner[row]: the slot position t*K+k that reads it */
+    int32_t *owner; /* owner[row]: a slot position t*K+k that reads it, or -1 */
     bool x_found;   /* rows-ignored-from: X in [x_lo, x_hi] */
     int64_t x_lo, x_hi;
 } pg_ctx;
@@ -1087,6 +1087,8 @@ static int pg_prepare_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t 
             snprintf(err, err_len, "out of memory for a diagnosis model");
             return -1;
         }
+        for (int64_t r = 0; r < x->R; r++)
+            x->owner[r] = -1; /* a row no slot reads */
         for (int64_t i = 0; i < x->T * x->K; i++)
             if (x->idx[i] < x->R)
                 x->owner[x->idx[i]] = (int32_t)i;
@@ -1099,6 +1101,8 @@ static int pg_prepare_rows_ignored(pg_ctx *x, const diag_data *d, const int64_t 
         size_t count = 0;
         for (int64_t s = 0; s < 16; s++) {
             int64_t r = lo + (hi - lo) * s / 16;
+            if (x->owner[r] < 0)
+                continue;
             int64_t t = x->owner[r] / x->K;
             if (count == 0 || tokens[count - 1] != t)
                 tokens[count++] = t;

@@ -371,6 +371,7 @@ static int npu_run(backend *b, backend_problem *p, char *err, size_t err_len)
         break;
     case MOEPERM_ERR_PARAM_NULLPTR:
     case MOEPERM_ERR_PARAM_INVALID:
+    case MOEPERM_ERR_INNER_TILING_ERROR:
         return BACKEND_BAD_INPUT;
     default:
         return BACKEND_FAILURE;

@@ -19,9 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/dispatch.h"
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "permute/permute.h"
+
+#ifdef MOEPERM_HAVE_X86_PATH
+#include "x86/x86.h"
+#endif
 
 /* Outputs at least this large are written with non-temporal stores where
  * the instruction set the library chose has them (the x86 ones:
@@ -64,89 +69,128 @@ static moeperm_status check_ids(const moeperm_tensor *ix, int64_t top_k, int64_t
                      (long long)(i % top_k));
         else
             snprintf(where, sizeof where, "indices[%lld]", (long long)i);
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "%s = %lld is outside [0, %lld] and is not the %s minimum or "
-                            "maximum (the sentinels)",
-                            where, (long long)id, (long long)(ID_LIMIT - 1),
-                            moeperm_dtype_name(ix->dtype));
+        return moeperm_undetermined("%s = %lld is outside [0, %lld] and is not the %s minimum "
+                                    "or maximum (the sentinels): the sort's binary32 keys do "
+                                    "not order it exactly",
+                                    where, (long long)id, (long long)(ID_LIMIT - 1),
+                                    moeperm_dtype_name(ix->dtype));
     }
     return MOEPERM_SUCCESS;
 }
 
-static moeperm_status validate_permute(const moeperm_tensor *tokens, const moeperm_tensor *ix,
-                                       int64_t num_out_tokens, bool padded_mode,
-                                       const moeperm_tensor *out, const moeperm_tensor *sorted,
-                                       int64_t *top_k_out, int64_t *num_out_out)
+/* The elements of one token: the product of the dims after the first
+ * (the device's cols, moe_token_permute_tiling.cpp:302-305), or -1 when it
+ * overflows int64. */
+static int64_t row_elements(const moeperm_tensor *t)
+{
+    int64_t cols = 1;
+    for (uint64_t i = 1; i < t->ndim; i++)
+        if (__builtin_mul_overflow(cols, t->dims[i], &cols))
+            return -1;
+    return cols;
+}
+
+/*
+ * The first phase's checks (docs/operators.md, "The input domain"): what
+ * the Atlas A2/A3 device refuses, and what its kernel gives no determined
+ * result for.  Its tiling refuses, in this order, padded_mode
+ * (moe_token_permute_tiling.cpp:295-298), indices of a rank other than 1
+ * or 2 (307-311), indices whose rows are not the tokens' (313-318),
+ * top_k > 512 (329-335), N*K >= 16777215 (338-344), then outputs of the
+ * wrong shape (239-275); all with 561002.  On success *nothing says both
+ * outputs are empty (the device does nothing), else *top_k_out and
+ * *num_out_out are K and the rows kept.
+ */
+static moeperm_status check_permute(const moeperm_tensor *tokens, const moeperm_tensor *ix,
+                                    int64_t num_out_tokens, bool padded_mode,
+                                    const moeperm_tensor *out, const moeperm_tensor *sorted,
+                                    int64_t *top_k_out, int64_t *num_out_out, bool *nothing)
 {
     moeperm_status status;
-    if (padded_mode)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "padded_mode = true is not supported; only false is");
-
     if (tokens->dtype != MOEPERM_FLOAT && tokens->dtype != MOEPERM_FLOAT16 &&
         tokens->dtype != MOEPERM_BF16 && tokens->dtype != MOEPERM_INT8)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "tokens dtype %d (%s) is not FLOAT (0), FLOAT16 (1), BF16 (27) or "
-                            "INT8 (2)",
-                            (int)tokens->dtype, moeperm_dtype_name(tokens->dtype));
-    if (out->dtype != tokens->dtype)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permute_tokens_out dtype %d (%s) differs from tokens dtype %d (%s)",
-                            (int)out->dtype, moeperm_dtype_name(out->dtype), (int)tokens->dtype,
-                            moeperm_dtype_name(tokens->dtype));
-    if (ix->dtype != MOEPERM_INT32 && ix->dtype != MOEPERM_INT64)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "indices dtype %d (%s) is not INT32 (3) or INT64 (9)", (int)ix->dtype,
-                            moeperm_dtype_name(ix->dtype));
-    if (sorted->dtype != MOEPERM_INT32)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices_out dtype %d (%s) is not INT32 (3)",
-                            (int)sorted->dtype, moeperm_dtype_name(sorted->dtype));
-
-    if ((status = moeperm_check_ndim(tokens, "tokens", 2, "[tokens_num, hidden_size]")) ||
-        (status = moeperm_check_ndim(out, "permute_tokens_out", 2,
-                                     "[num_out_tokens, hidden_size]")) ||
-        (status = moeperm_check_ndim(sorted, "sorted_indices_out", 1,
-                                     "[tokens_num * top_k]")))
+        return moeperm_refuse(MOEPERM_ERR_PARAM_INVALID,
+                              "tokens dtype %d (%s): it takes FLOAT (0), FLOAT16 (1), BF16 (27) "
+                              "or INT8 (2)",
+                              (int)tokens->dtype, moeperm_dtype_name(tokens->dtype));
+    if ((status = moeperm_check_same_dtype(out, "permute_tokens_out", tokens, "tokens")))
         return status;
+    if (ix->dtype != MOEPERM_INT32 && ix->dtype != MOEPERM_INT64)
+        return moeperm_refuse(MOEPERM_ERR_PARAM_INVALID,
+                              "indices dtype %d (%s): it takes INT32 (3) or INT64 (9)",
+                              (int)ix->dtype, moeperm_dtype_name(ix->dtype));
+    if ((status = moeperm_check_int32(sorted, "sorted_indices_out")))
+        return status;
+    const moeperm_tensor *const outputs[2] = {out, sorted};
+    if (moeperm_outputs_empty(outputs, 2)) {
+        *nothing = true;
+        return MOEPERM_SUCCESS;
+    }
+    *nothing = false;
+
+    if (padded_mode)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "padded_mode = true: its tiling supports only false");
+    if (tokens->ndim < 2)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "tokens with %llu dims: it needs at least 2 ([tokens_num, "
+                              "hidden_size...])",
+                              (unsigned long long)tokens->ndim);
     if (ix->ndim != 1 && ix->ndim != 2)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "indices has %llu dims; it must have 2 ([tokens_num, top_k]) or 1 "
-                            "([tokens_num], top_k = 1)",
-                            (unsigned long long)ix->ndim);
-
-    int64_t tokens_num = tokens->dims[0], hidden = tokens->dims[1];
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "indices with %llu dims: its tiling takes 2 ([tokens_num, top_k]) "
+                              "or 1 ([tokens_num], top_k = 1)",
+                              (unsigned long long)ix->ndim);
+    int64_t tokens_num = tokens->dims[0];
     if (ix->dims[0] != tokens_num)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "indices has %lld rows but tokens has %lld (tokens_num)",
-                            (long long)ix->dims[0], (long long)tokens_num);
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "indices with %lld rows beside tokens with %lld (tokens_num): its "
+                              "tiling wants the same",
+                              (long long)ix->dims[0], (long long)tokens_num);
     int64_t top_k = ix->ndim == 2 ? ix->dims[1] : 1;
-    if (top_k < 1 || top_k > MOEPERM_MAX_TOP_K)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "indices has %lld columns (top_k); top_k must be in [1, %d]",
-                            (long long)top_k, MOEPERM_MAX_TOP_K);
-    if (tokens_num > (ID_LIMIT - 1) / top_k)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "tokens_num * top_k = %lld * %lld is not below %lld, the most "
-                            "entries the sort orders exactly",
-                            (long long)tokens_num, (long long)top_k, (long long)ID_LIMIT);
+    if (top_k > MOEPERM_MAX_TOP_K)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "indices with %lld columns (top_k): its tiling takes at most %d",
+                              (long long)top_k, MOEPERM_MAX_TOP_K);
+    if (top_k > 0 && tokens_num > (ID_LIMIT - 1) / top_k)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "tokens_num * top_k = %lld * %lld: its tiling takes fewer than "
+                              "%lld entries, the most its sort orders exactly",
+                              (long long)tokens_num, (long long)top_k, (long long)ID_LIMIT);
     int64_t count = tokens_num * top_k;
-
     int64_t num_out = num_out_tokens <= 0 ? num_out_tokens + count : num_out_tokens;
     num_out = num_out < 0 ? 0 : num_out > count ? count : num_out;
-    if (out->dims[0] != num_out || out->dims[1] != hidden)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permute_tokens_out shape is [%lld, %lld], expected [%lld, %lld] "
-                            "(num_out_tokens = %lld gives %lld of the %lld rows, hidden_size)",
-                            (long long)out->dims[0], (long long)out->dims[1], (long long)num_out,
-                            (long long)hidden, (long long)num_out_tokens, (long long)num_out,
-                            (long long)count);
+
+    int64_t hidden = row_elements(tokens);
+    if (hidden < 0)
+        return moeperm_undetermined("the dims of tokens after the first multiply past 2^63");
+    if (out->ndim < 2)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "permute_tokens_out with %llu dims: its tiling wants at least 2",
+                              (unsigned long long)out->ndim);
+    if (sorted->ndim != 1)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "sorted_indices_out with %llu dims: its tiling wants 1 "
+                              "([tokens_num * top_k])",
+                              (unsigned long long)sorted->ndim);
     if (sorted->dims[0] != count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices_out has %lld entries, expected tokens_num * top_k = "
-                            "%lld * %lld = %lld",
-                            (long long)sorted->dims[0], (long long)tokens_num, (long long)top_k,
-                            (long long)count);
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "sorted_indices_out with %lld entries: its tiling wants "
+                              "tokens_num * top_k = %lld * %lld = %lld",
+                              (long long)sorted->dims[0], (long long)tokens_num,
+                              (long long)top_k, (long long)count);
+    int64_t out_hidden = row_elements(out);
+    if (out_hidden != hidden)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "permute_tokens_out with rows of %lld elements: its tiling wants "
+                              "those of tokens, %lld (hidden_size)",
+                              (long long)out_hidden, (long long)hidden);
+    if (out->dims[0] != num_out)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "permute_tokens_out with %lld rows: its tiling wants %lld "
+                              "(num_out_tokens = %lld keeps %lld of the %lld rows)",
+                              (long long)out->dims[0], (long long)num_out,
+                              (long long)num_out_tokens, (long long)num_out, (long long)count);
 
     if ((status = moeperm_check_view(tokens, "tokens")) ||
         (status = moeperm_check_view(ix, "indices")) ||
@@ -170,45 +214,52 @@ static moeperm_status validate_permute(const moeperm_tensor *tokens, const moepe
     return MOEPERM_SUCCESS;
 }
 
+static moeperm_status run_plan(const void *plan, int threads)
+{
+    return moeperm_permute_run(plan, threads);
+}
+
 moeperm_status moeperm_token_permute_get_workspace_size(
     const moeperm_tensor *tokens, const moeperm_tensor *indices, int64_t num_out_tokens,
     bool padded_mode, moeperm_tensor *permute_tokens_out, moeperm_tensor *sorted_indices_out,
     uint64_t *workspace_size, moeperm_executor **executor)
 {
+    moeperm_status status;
     if (executor)
         *executor = NULL;
-    if (!tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "tokens is NULL");
-    if (!indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "indices is NULL");
-    if (!permute_tokens_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permute_tokens_out is NULL");
-    if (!sorted_indices_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices_out is NULL");
+    if ((status = moeperm_check_required(tokens, "tokens")) ||
+        (status = moeperm_check_required(indices, "indices")) ||
+        (status = moeperm_check_required(permute_tokens_out, "permute_tokens_out")) ||
+        (status = moeperm_check_required(sorted_indices_out, "sorted_indices_out")))
+        return status;
     if (!workspace_size)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
     if (!executor)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     int64_t top_k = 0, num_out = 0;
-    moeperm_status status =
-        validate_permute(tokens, indices, num_out_tokens, padded_mode, permute_tokens_out,
-                         sorted_indices_out, &top_k, &num_out);
+    bool nothing = false;
+    status = check_permute(tokens, indices, num_out_tokens, padded_mode, permute_tokens_out,
+                           sorted_indices_out, &top_k, &num_out, &nothing);
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    struct moeperm_executor *plan = calloc(1, sizeof *plan);
-    if (!plan)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
-    plan->op = MOEPERM_OP_PERMUTE;
-    plan->permute.tokens = *tokens;
-    plan->permute.indices = *indices;
-    plan->permute.permute_tokens = *permute_tokens_out;
-    plan->permute.sorted_indices = *sorted_indices_out;
-    plan->permute.top_k = top_k;
-    plan->permute.num_out_tokens = num_out;
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_PERMUTE, nothing ? NULL : run_plan,
+                             nothing ? 0 : sizeof(struct moeperm_permute_plan));
+    if (!made)
+        return MOEPERM_ERR_INNER;
+    if (!nothing) {
+        struct moeperm_permute_plan *plan = made->plan;
+        plan->tokens = *tokens;
+        plan->indices = *indices;
+        plan->permute_tokens = *permute_tokens_out;
+        plan->sorted_indices = *sorted_indices_out;
+        plan->top_k = top_k;
+        plan->num_out_tokens = num_out;
+    }
     *workspace_size = 0;
-    *executor = plan;
+    *executor = made;
     return MOEPERM_SUCCESS;
 }
 
@@ -259,16 +310,56 @@ static void copy_row(char *restrict dst, int64_t dst_step, const char *restrict 
         memcpy(dst + h * ds, src + h * ss, (size_t)size);
 }
 
-moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int threads)
+/* A token's elements (the dims after the first, row-major) as one run of
+ * elements *step apart, when the strides allow it (dims of 1 aside). */
+static bool row_step(const moeperm_tensor *t, int64_t *step)
 {
-    const moeperm_tensor *tokens = &plan->permute.tokens, *ix = &plan->permute.indices;
-    const moeperm_tensor *out = &plan->permute.permute_tokens;
-    const moeperm_tensor *sorted = &plan->permute.sorted_indices;
-    int64_t top_k = plan->permute.top_k, num_out = plan->permute.num_out_tokens;
-    int64_t tokens_num = tokens->dims[0], hidden = tokens->dims[1];
-    int64_t count = tokens_num * top_k;
+    int64_t next = 0; /* the stride the next outer dim needs, once one is seen */
+    *step = 1;
+    for (uint64_t i = t->ndim - 1; i >= 1; i--) {
+        if (t->dims[i] == 1)
+            continue;
+        if (next && t->strides[i] != next)
+            return false;
+        if (!next)
+            *step = t->strides[i];
+        next = t->strides[i] * t->dims[i];
+    }
+    return true;
+}
+
+/* Element h of a token's elements, in elements from the token's first. */
+static int64_t element_at(const moeperm_tensor *t, int64_t h)
+{
+    int64_t at = 0;
+    for (uint64_t i = t->ndim - 1; i >= 1; i--) {
+        at += h % t->dims[i] * t->strides[i];
+        h /= t->dims[i];
+    }
+    return at;
+}
+
+/* Copies one token between views whose dims after the first do not fold
+ * into one stride: element by element. */
+static void copy_elements(char *restrict dst, const moeperm_tensor *out,
+                          const char *restrict src, const moeperm_tensor *tokens, int64_t hidden,
+                          int64_t size)
+{
+    for (int64_t h = 0; h < hidden; h++)
+        memcpy(dst + element_at(out, h) * size, src + element_at(tokens, h) * size,
+               (size_t)size);
+}
+
+moeperm_status moeperm_permute_run(const struct moeperm_permute_plan *plan, int threads)
+{
+    const moeperm_tensor *tokens = &plan->tokens, *ix = &plan->indices;
+    const moeperm_tensor *out = &plan->permute_tokens;
+    const moeperm_tensor *sorted = &plan->sorted_indices;
+    int64_t top_k = plan->top_k, num_out = plan->num_out_tokens;
+    int64_t tokens_num = tokens->dims[0], count = tokens_num * top_k;
     if (count == 0)
         return MOEPERM_SUCCESS;
+    int64_t hidden = moeperm_view_elements(tokens) / tokens_num; /* the first phase's cols */
 
     /* The ranks go straight into sorted_indices_out when it is contiguous;
      * moeperm_route_ranks() writes nothing unless it succeeds, so a failed
@@ -299,7 +390,8 @@ moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int thre
         const char *src = (const char *)tokens->data + tokens->offset * size;
         char *dst = (char *)out->data + out->offset * size;
         int64_t src_row = tokens->strides[0] * size, dst_row = out->strides[0] * size;
-        int64_t src_step = tokens->strides[1], dst_step = out->strides[1];
+        int64_t src_step, dst_step;
+        bool folds = row_step(tokens, &src_step) && row_step(out, &dst_step);
         int team = moeperm_threads_for_bytes(
             threads, ((double)tokens_num + (double)num_out) * (double)hidden * (double)size);
         /* Runs of tokens handed out one at a time: a thread the OS keeps
@@ -309,10 +401,10 @@ moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int thre
         void (*stream_copy)(void *, const void *, size_t) = NULL;
         void (*fence)(void) = NULL;
 #ifdef MOEPERM_HAVE_X86_PATH
-        const moeperm_x86_kernels *k =
+        const moeperm_x86_kernels *kernels =
             moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
-        if (k && num_out * hidden * size >= STREAM_MIN_BYTES)
-            stream_copy = k->stream_copy, fence = k->fence;
+        if (kernels && num_out * hidden * size >= STREAM_MIN_BYTES)
+            stream_copy = kernels->stream_copy, fence = kernels->fence;
 #endif
         (void)team;
 #ifdef _OPENMP
@@ -325,9 +417,12 @@ moeperm_status moeperm_permute_run(const struct moeperm_executor *plan, int thre
             for (int64_t n = 0; n < tokens_num; n++) {
                 for (int64_t k = 0; k < top_k; k++) {
                     int64_t row = ranks[n * top_k + k];
-                    if (row < num_out)
+                    if (row < num_out && folds)
                         copy_row(dst + row * dst_row, dst_step, src + n * src_row, src_step,
                                  hidden, size, stream_copy);
+                    else if (row < num_out)
+                        copy_elements(dst + row * dst_row, out, src + n * src_row, tokens,
+                                      hidden, size);
                 }
             }
             /* makes this thread's non-temporal stores visible before the
@@ -351,10 +446,5 @@ moeperm_status moeperm_token_permute(void *workspace, uint64_t workspace_size,
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_PERMUTE);
-    if (status != MOEPERM_SUCCESS)
-        return status;
-    status = moeperm_permute_run(executor, 0);
-    free(executor);
-    return status;
+    return moeperm_executor_finish(executor, stream, MOEPERM_OP_PERMUTE);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "permute/permute.h"
 
 /* One entry of the sort: its expert, then its position, so that equal
  * experts keep their order (the stable sort of docs/operators.md). */

@@ -8,13 +8,13 @@
  *   acc = acc + x_k * p_k      for k = 1..K-1 in order, when included
  *   out[n, h] = narrow(acc)
  *
- * This is MoeTokenPermuteGrad's loop with a multiply and the p != 0 rule,
- * and the sum goes through the same moeperm_accumulate() (kernel.h), so
- * both operators give the same bits, NaNs included, where their arithmetic
- * meets.  Without probs there is no multiply at all and the operator IS
- * MoeTokenPermuteGrad with top_k = 1: it runs that kernel.
+ * This is the sum of src/sum/ with a multiply and the p != 0 rule, and the
+ * sum goes through the same moeperm_accumulate() (core/kernel.h), so it
+ * gives the same bits, NaNs included, where the arithmetic meets.  Without
+ * probs there is no multiply at all and the operator IS that sum with
+ * top_k = 1: it runs it (moeperm_sum_run()).
  *
- * Work is split over (token, column block) tasks as in permute_grad.c;
+ * Work is split over (token, column block) tasks as in src/sum/sum.c;
  * each output element comes from one task with the k loop in order, so the
  * bits do not depend on the number of threads.  The multiply and the add
  * are separate statements and the build forbids contraction, so nothing is
@@ -34,8 +34,10 @@
 
 #include "core/fp.h"
 #include "core/fp_env.h"
+#include "core/checks.h"
 #include "core/internal.h"
 #include "core/kernel.h"
+#include "unpermute/unpermute.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
@@ -172,12 +174,12 @@ static float widen_prob(const moeperm_tensor *probs, int64_t n, int64_t k)
 /* The included slots of token n in k order; *zero_start says slot 0 is not
  * among them, so the sum starts from +0.0.  p != 0 is a test of the bits,
  * so that a caller's denormals-are-zero mode cannot drop a subnormal prob. */
-static int64_t included_slots(const struct moeperm_executor *plan, int64_t n,
+static int64_t included_slots(const struct moeperm_unpermute_plan *plan, int64_t n,
                               included_slot *slots, bool *zero_start)
 {
-    const moeperm_tensor *ix = &plan->unpermute.sorted_indices;
+    const moeperm_tensor *ix = &plan->sum.indices;
     const int32_t *idx = (const int32_t *)ix->data + ix->offset;
-    int64_t rows = plan->unpermute.permuted_tokens.dims[0], top_k = plan->unpermute.top_k;
+    int64_t rows = plan->sum.permuted.dims[0], top_k = plan->sum.top_k;
     int64_t count = 0;
     *zero_start = true;
     for (int64_t k = 0; k < top_k; k++) {
@@ -185,7 +187,7 @@ static int64_t included_slots(const struct moeperm_executor *plan, int64_t n,
         uint64_t r = (uint64_t)(int64_t)idx[(n * top_k + k) * ix->strides[0]];
         if (r >= (uint64_t)rows)
             continue;
-        float p = widen_prob(&plan->unpermute.probs, n, k);
+        float p = widen_prob(&plan->probs, n, k);
         uint32_t bits = fp_bits(p);
         if ((bits & 0x7fffffffu) == 0)
             continue;
@@ -201,15 +203,15 @@ static int64_t included_slots(const struct moeperm_executor *plan, int64_t n,
  * brought towards the cache, so that the next task finds them there: the
  * rows are scattered over permuted_tokens, and a hardware prefetcher sees
  * each as a new stream. */
-static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_t c0, int64_t n)
+static void prefetch_task(const struct moeperm_unpermute_plan *plan, int64_t t, int64_t c0, int64_t n)
 {
 #if defined(__GNUC__)
-    const moeperm_tensor *x = &plan->unpermute.permuted_tokens;
-    const moeperm_tensor *ix = &plan->unpermute.sorted_indices;
+    const moeperm_tensor *x = &plan->sum.permuted;
+    const moeperm_tensor *ix = &plan->sum.indices;
     const int32_t *idx = (const int32_t *)ix->data + ix->offset;
-    int64_t rows = x->dims[0], top_k = plan->unpermute.top_k;
+    int64_t rows = x->dims[0], top_k = plan->sum.top_k;
     int64_t size = (int64_t)moeperm_dtype_size(x->dtype);
-    if (x->strides[1] != 1 || t >= plan->unpermute.out.dims[0])
+    if (x->strides[1] != 1 || t >= plan->sum.out.dims[0])
         return;
     for (int64_t k = 0; k < top_k; k++) {
         uint64_t r = (uint64_t)(int64_t)idx[(t * top_k + k) * ix->strides[0]];
@@ -228,16 +230,16 @@ static void prefetch_task(const struct moeperm_executor *plan, int64_t t, int64_
 /* One task: token t, columns [c0, c0+n): the optimistic sum, then, only
  * when a column ends as a NaN, the sum again with the NaN order pinned. */
 #define DEFINE_TASK(suffix, type)                                                             \
-    static void task_##suffix(const struct moeperm_executor *plan, int64_t t, int64_t c0,    \
-                              int64_t n)                                                      \
+    static void task_##suffix(const struct moeperm_unpermute_plan *plan, int64_t t,          \
+                              int64_t c0, int64_t n)                                          \
     {                                                                                         \
         float acc[COLUMN_BLOCK];                                                              \
         included_slot slots[MOEPERM_MAX_TOP_K];                                               \
         const type *rows[MOEPERM_MAX_TOP_K];                                                  \
         bool zero_start;                                                                      \
         int64_t count = included_slots(plan, t, slots, &zero_start);                          \
-        const moeperm_tensor *x = &plan->unpermute.permuted_tokens;                           \
-        const moeperm_tensor *o = &plan->unpermute.out;                                       \
+        const moeperm_tensor *x = &plan->sum.permuted;                           \
+        const moeperm_tensor *o = &plan->sum.out;                                       \
         int64_t sc = x->strides[1], oc = o->strides[1];                                       \
         type *out = (type *)o->data + o->offset + t * o->strides[0] + c0 * oc;                \
         bool nan_prob = false;                                                                \
@@ -288,39 +290,32 @@ DEFINE_TASK(f32, float)
 DEFINE_TASK(f16, uint16_t)
 DEFINE_TASK(bf16, uint16_t)
 
-void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
+void moeperm_unpermute_run(const struct moeperm_unpermute_plan *plan, int threads)
 {
-    int64_t tokens = plan->unpermute.out.dims[0], hidden = plan->unpermute.out.dims[1];
+    int64_t tokens = plan->sum.out.dims[0], hidden = plan->sum.out.dims[1];
     if (tokens == 0 || hidden == 0)
         return;
-    if (!plan->unpermute.has_probs) {
-        struct moeperm_executor sum = {
-            .op = MOEPERM_OP_PERMUTE_GRAD,
-            .grad = plan->unpermute.permuted_tokens,
-            .indices = plan->unpermute.sorted_indices,
-            .out = plan->unpermute.out,
-            .top_k = 1,
-        };
-        moeperm_kernel_run(&sum, threads);
+    if (!plan->has_probs) {
+        moeperm_sum_run(&plan->sum, threads, MOEPERM_ISA_AUTO);
         return;
     }
 
-    moeperm_dtype dtype = plan->unpermute.permuted_tokens.dtype;
+    moeperm_dtype dtype = plan->sum.permuted.dtype;
     int team = moeperm_threads_for_bytes(
-        threads, (double)tokens * (double)(plan->unpermute.top_k + 1) * (double)hidden *
+        threads, (double)tokens * (double)(plan->sum.top_k + 1) * (double)hidden *
                      (double)moeperm_dtype_size(dtype));
     int64_t blocks = (hidden + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t tasks = tokens * blocks;
 #ifdef MOEPERM_HAVE_X86_PATH
-    /* the same choice as MoeTokenPermuteGrad's in moeperm_kernel_run_isa() */
-    const moeperm_x86_kernels *k = moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
-    if (k && plan->unpermute.permuted_tokens.strides[1] == 1 &&
-        plan->unpermute.out.strides[1] == 1) {
-        moeperm_x86_run_unpermute(plan, team, k);
+    /* the same choice as the sum's in moeperm_sum_run() */
+    const moeperm_x86_kernels *kernels =
+        moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
+    if (kernels && plan->sum.permuted.strides[1] == 1 && plan->sum.out.strides[1] == 1) {
+        moeperm_x86_run_unpermute(&plan->sum, &plan->probs, team, kernels);
         return;
     }
 #endif
-    void (*task)(const struct moeperm_executor *, int64_t, int64_t, int64_t) =
+    void (*task)(const struct moeperm_unpermute_plan *, int64_t, int64_t, int64_t) =
         dtype == MOEPERM_FLOAT     ? task_f32
         : dtype == MOEPERM_FLOAT16 ? task_f16
                                    : task_bf16;
@@ -349,28 +344,32 @@ void moeperm_unpermute_run(const struct moeperm_executor *plan, int threads)
     }
 }
 
-static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_tensor *ix,
-                                         const moeperm_tensor *probs, bool padded_mode,
-                                         const moeperm_tensor *out, int64_t *top_k_out)
+/*
+ * The first phase's checks (docs/operators.md, "The input domain"): what
+ * the Atlas A2/A3 device refuses, and what its kernel gives no determined
+ * result for.  The device's host code checks nothing but the dtypes: its
+ * tiling cannot fail and reads no attribute (moe_token_unpermute_tiling.cpp
+ * 86-90, 287-308), so padded_mode and restore_shape are ignored; it takes
+ * N and K from probs (112-117), or K = 1 and N = L without (119-120), and
+ * the kernel skips every slot whose index is not below R, or whose prob
+ * is 0 (moe_token_unpermute.h:244-246, 262-264).  On success *nothing says
+ * the output is empty (the plan does nothing), else *top_k_out is K.
+ */
+static moeperm_status check_unpermute(const moeperm_tensor *x, const moeperm_tensor *ix,
+                                      const moeperm_tensor *probs, const moeperm_tensor *out,
+                                      int64_t *top_k_out, bool *nothing)
 {
     moeperm_status status;
-    if (padded_mode)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "padded_mode = true is not supported; only false is");
-
-    if ((status = moeperm_check_float_dtype(x, "permuted_tokens")) != MOEPERM_SUCCESS)
+    if ((status = moeperm_check_float_dtype(x, "permuted_tokens")) ||
+        (status = moeperm_check_same_dtype(out, "out", x, "permuted_tokens")) ||
+        (status = moeperm_check_int32(ix, "sorted_indices")) ||
+        (probs && (status = moeperm_check_float_dtype(probs, "probs"))))
         return status;
-    if (out->dtype != x->dtype)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out dtype %d (%s) differs from permuted_tokens dtype %d (%s)",
-                            (int)out->dtype, moeperm_dtype_name(out->dtype), (int)x->dtype,
-                            moeperm_dtype_name(x->dtype));
-    if (ix->dtype != MOEPERM_INT32)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices dtype %d (%s) is not INT32 (3)", (int)ix->dtype,
-                            moeperm_dtype_name(ix->dtype));
-    if (probs && (status = moeperm_check_float_dtype(probs, "probs")) != MOEPERM_SUCCESS)
-        return status;
+    if (moeperm_outputs_empty(&out, 1)) {
+        *nothing = true;
+        return MOEPERM_SUCCESS;
+    }
+    *nothing = false;
 
     if ((status = moeperm_check_ndim(x, "permuted_tokens", 2, "[rows, hidden_size]")) ||
         (status = moeperm_check_ndim(ix, "sorted_indices", 1, "[tokens_num * top_k]")) ||
@@ -378,41 +377,28 @@ static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_
         (probs && (status = moeperm_check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
         return status;
 
-    int64_t tokens = out->dims[0], rows = x->dims[0], hidden = x->dims[1];
+    int64_t count = ix->dims[0], hidden = x->dims[1];
+    int64_t tokens = probs ? probs->dims[0] : count;
     int64_t top_k = probs ? probs->dims[1] : 1;
-    if (probs && (top_k < 1 || top_k > MOEPERM_MAX_TOP_K))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "probs has %lld columns (top_k); top_k must be in [1, %d]",
-                            (long long)top_k, MOEPERM_MAX_TOP_K);
-    if (probs && probs->dims[0] != tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "probs shape is [%lld, %lld], expected [%lld, %lld] ([tokens_num, "
-                            "top_k], tokens_num from out)",
-                            (long long)probs->dims[0], (long long)probs->dims[1],
-                            (long long)tokens, (long long)top_k);
-    if (out->dims[1] != hidden)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "out shape is [%lld, %lld], expected [%lld, %lld] (tokens_num, "
-                            "hidden_size of permuted_tokens)",
-                            (long long)out->dims[0], (long long)out->dims[1], (long long)tokens,
-                            (long long)hidden);
-    if (tokens > (INT64_C(1) << 31) / top_k)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "tokens_num * top_k = %lld * %lld is more than the 2^31 entries "
-                            "that int32 sorted_indices address",
-                            (long long)tokens, (long long)top_k);
-    int64_t count = tokens * top_k;
-    if (ix->dims[0] != count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, expected tokens_num * top_k = "
-                            "%lld * %lld = %lld",
-                            (long long)ix->dims[0], (long long)tokens, (long long)top_k,
-                            (long long)count);
-    if (rows > count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permuted_tokens has %lld rows, more than the %lld entries of "
-                            "sorted_indices",
-                            (long long)rows, (long long)count);
+    if (top_k == 0)
+        return moeperm_undetermined("probs has 0 columns (top_k = 0): the kernel still reads "
+                                    "slot 0 of each token, which has none");
+    if (top_k > MOEPERM_MAX_TOP_K)
+        return moeperm_undetermined("probs has %lld columns (top_k), above %d, the vendor's "
+                                    "documented limit, beyond which the kernel's buffers are "
+                                    "not characterised",
+                                    (long long)top_k, MOEPERM_MAX_TOP_K);
+    if ((status = moeperm_check_shape2(out, "out", tokens, hidden,
+                                       probs ? "tokens_num from probs, hidden_size from "
+                                               "permuted_tokens"
+                                             : "tokens_num = the entries of sorted_indices "
+                                               "without probs, hidden_size from "
+                                               "permuted_tokens")))
+        return status;
+    if (count / top_k < tokens)
+        return moeperm_undetermined("sorted_indices has %lld entries, fewer than tokens_num * "
+                                    "top_k = %lld * %lld: the kernel would read past its end",
+                                    (long long)count, (long long)tokens, (long long)top_k);
 
     if ((status = moeperm_check_view(x, "permuted_tokens")) ||
         (status = moeperm_check_view(ix, "sorted_indices")) ||
@@ -424,10 +410,14 @@ static moeperm_status validate_unpermute(const moeperm_tensor *x, const moeperm_
         (status = moeperm_check_disjoint(out, "out", ix, "sorted_indices")) ||
         (probs && (status = moeperm_check_disjoint(out, "out", probs, "probs"))))
         return status;
-    if ((status = moeperm_check_sorted_indices(ix)) != MOEPERM_SUCCESS)
-        return status;
 
     *top_k_out = top_k;
+    return moeperm_check_slots_nonnegative(ix, tokens * top_k, "permuted_tokens");
+}
+
+static moeperm_status run_plan(const void *plan, int threads)
+{
+    moeperm_unpermute_run(plan, threads);
     return MOEPERM_SUCCESS;
 }
 
@@ -437,42 +427,47 @@ moeperm_status moeperm_token_unpermute_get_workspace_size(
     uint64_t restore_shape_len, moeperm_tensor *out, uint64_t *workspace_size,
     moeperm_executor **executor)
 {
+    moeperm_status status;
+    /* padded_mode and restore_shape: never read by the Atlas A2/A3 host
+     * code; restore_shape is not even dereferenced, so NULL with a length
+     * is accepted as on MoeTokenUnpermuteGrad */
+    (void)padded_mode;
+    (void)restore_shape;
+    (void)restore_shape_len;
     if (executor)
         *executor = NULL;
-    if (!permuted_tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens is NULL");
-    if (!sorted_indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
-    if (!out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "out is NULL");
-    if (!restore_shape && restore_shape_len > 0)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
-                            "restore_shape is NULL with restore_shape_len = %llu",
-                            (unsigned long long)restore_shape_len);
+    if ((status = moeperm_check_required(permuted_tokens, "permuted_tokens")) ||
+        (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
+        (status = moeperm_check_required(out, "out")))
+        return status;
     if (!workspace_size)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
     if (!executor)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     int64_t top_k = 0;
-    moeperm_status status =
-        validate_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, out, &top_k);
+    bool nothing = false;
+    status = check_unpermute(permuted_tokens, sorted_indices, probs, out, &top_k, &nothing);
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    struct moeperm_executor *plan = calloc(1, sizeof *plan);
-    if (!plan)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
-    plan->op = MOEPERM_OP_UNPERMUTE;
-    plan->unpermute.permuted_tokens = *permuted_tokens;
-    plan->unpermute.sorted_indices = *sorted_indices;
-    if (probs)
-        plan->unpermute.probs = *probs;
-    plan->unpermute.out = *out;
-    plan->unpermute.top_k = top_k;
-    plan->unpermute.has_probs = probs != NULL;
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_UNPERMUTE, nothing ? NULL : run_plan,
+                             nothing ? 0 : sizeof(struct moeperm_unpermute_plan));
+    if (!made)
+        return MOEPERM_ERR_INNER;
+    if (!nothing) {
+        struct moeperm_unpermute_plan *plan = made->plan;
+        plan->sum.permuted = *permuted_tokens;
+        plan->sum.indices = *sorted_indices;
+        if (probs)
+            plan->probs = *probs;
+        plan->sum.out = *out;
+        plan->sum.top_k = top_k;
+        plan->has_probs = probs != NULL;
+    }
     *workspace_size = 0;
-    *executor = plan;
+    *executor = made;
     return MOEPERM_SUCCESS;
 }
 
@@ -481,10 +476,5 @@ moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE);
-    if (status != MOEPERM_SUCCESS)
-        return status;
-    moeperm_unpermute_run(executor, 0);
-    free(executor);
-    return MOEPERM_SUCCESS;
+    return moeperm_executor_finish(executor, stream, MOEPERM_OP_UNPERMUTE);
 }

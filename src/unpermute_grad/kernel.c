@@ -26,10 +26,16 @@
 
 #include "core/fp.h"
 #include "core/fp_env.h"
+#include "core/checks.h"
 #include "core/internal.h"
 #include "core/kernel.h"
 #include "unpermute_grad/kernel.h"
 #include "unpermute_grad/model.h"
+#include "unpermute_grad/unpermute_grad.h"
+
+#ifdef MOEPERM_HAVE_X86_PATH
+#include "x86/x86.h"
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* The kernel                                                             */
@@ -41,7 +47,7 @@ typedef moeperm_ug_ctx ug_ctx;
  * may be NULL and its offset was never checked). */
 static char *origin(const struct moeperm_tensor *t)
 {
-    if (!t->data || element_count(t) == 0)
+    if (!t->data || moeperm_view_elements(t) == 0)
         return NULL;
     return (char *)t->data + t->offset * (int64_t)moeperm_dtype_size(t->dtype);
 }

@@ -3,193 +3,68 @@
  * validation and the chip a plan's tiling follows; kernel.c runs the
  * model of model.h over a plan.
  */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "core/fp.h"
-#include "core/fp_env.h"
+#include "core/checks.h"
 #include "core/internal.h"
-#include "core/kernel.h"
 #include "unpermute_grad/model.h"
-
-#ifdef MOEPERM_HAVE_X86_PATH
-#include <immintrin.h>
-#endif
+#include "unpermute_grad/unpermute_grad.h"
 
 /* ---------------------------------------------------------------------- */
 /* Validation                                                             */
 /* ---------------------------------------------------------------------- */
 
-typedef struct ug_shape {
-    int64_t tokens, top_k, hidden, rows;
-} ug_shape;
-
-static moeperm_status same_dtype(const moeperm_tensor *t, const char *what,
-                                 const moeperm_tensor *like, const char *like_what)
-{
-    if (t->dtype == like->dtype)
-        return MOEPERM_SUCCESS;
-    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s dtype %d (%s) differs from %s dtype %d (%s)",
-                        what, (int)t->dtype, moeperm_dtype_name(t->dtype), like_what,
-                        (int)like->dtype, moeperm_dtype_name(like->dtype));
-}
-
-/* Two non-empty views whose byte ranges meet. */
-static moeperm_status check_apart(const moeperm_tensor *a, const char *a_what,
-                                  const moeperm_tensor *b, const char *b_what)
-{
-    int64_t a_lo, a_hi, b_lo, b_hi;
-    moeperm_status status;
-    if (element_count(a) == 0 || element_count(b) == 0)
-        return MOEPERM_SUCCESS;
-    if ((status = byte_span(a, a_what, &a_lo, &a_hi)) != MOEPERM_SUCCESS ||
-        (status = byte_span(b, b_what, &b_lo, &b_hi)) != MOEPERM_SUCCESS)
-        return status;
-    uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
-    if (pa + (uintptr_t)a_lo < pb + (uintptr_t)b_hi && pb + (uintptr_t)b_lo < pa + (uintptr_t)a_hi)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "%s overlaps %s in memory", a_what, b_what);
-    return MOEPERM_SUCCESS;
-}
-
-/* Everything about the inputs but the values of sorted_indices (checked
- * last, once the cheap checks have passed).  probs may be NULL. */
-static moeperm_status check_inputs(const moeperm_tensor *tokens, const moeperm_tensor *grad,
-                                   const moeperm_tensor *indices, const moeperm_tensor *probs,
-                                   ug_shape *shape)
-{
-    moeperm_status status;
-    if ((status = check_float_dtype(tokens, "permuted_tokens")) ||
-        (status = same_dtype(grad, "unpermuted_tokens_grad", tokens, "permuted_tokens")))
-        return status;
-    if (indices->dtype != MOEPERM_INT32)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices dtype %d (%s) is not INT32 (3)", (int)indices->dtype,
-                            moeperm_dtype_name(indices->dtype));
-    if (probs && (status = check_float_dtype(probs, "probs")))
-        return status;
-
-    if ((status = check_ndim(tokens, "permuted_tokens", 2, "[num_out_tokens, hidden_size]")) ||
-        (status = check_ndim(grad, "unpermuted_tokens_grad", 2, "[tokens_num, hidden_size]")) ||
-        (status = check_ndim(indices, "sorted_indices", 1, "[tokens_num * top_k]")) ||
-        (probs && (status = check_ndim(probs, "probs", 2, "[tokens_num, top_k]"))))
-        return status;
-
-    int64_t tokens_num = grad->dims[0], hidden = grad->dims[1], rows = tokens->dims[0];
-    if (tokens->dims[1] != hidden)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permuted_tokens has hidden_size %lld but unpermuted_tokens_grad has "
-                            "%lld",
-                            (long long)tokens->dims[1], (long long)hidden);
-    int64_t top_k = 1;
-    if (probs) {
-        top_k = probs->dims[1];
-        if (probs->dims[0] != tokens_num)
-            return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                                "probs has %lld rows but unpermuted_tokens_grad has %lld "
-                                "(tokens_num)",
-                                (long long)probs->dims[0], (long long)tokens_num);
-        if (top_k < 1 || top_k > MOEPERM_MAX_TOP_K)
-            return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                                "top_k = %lld (the columns of probs) is outside [1, %d]",
-                                (long long)top_k, MOEPERM_MAX_TOP_K);
-    }
-    int64_t count = indices->dims[0], slots;
-    if (__builtin_mul_overflow(tokens_num, top_k, &slots) || slots != count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, expected tokens_num * top_k = "
-                            "%lld * %lld",
-                            (long long)count, (long long)tokens_num, (long long)top_k);
-    if (count > (INT64_C(1) << 31))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "sorted_indices has %lld entries, more than the 2^31 that int32 "
-                            "indices can address",
-                            (long long)count);
-    if (rows > count)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "permuted_tokens has %lld rows (num_out_tokens), more than the %lld "
-                            "entries of sorted_indices",
-                            (long long)rows, (long long)count);
-
-    if ((status = check_data(tokens, "permuted_tokens")) ||
-        (status = check_data(grad, "unpermuted_tokens_grad")) ||
-        (status = check_data(indices, "sorted_indices")) ||
-        (probs && (status = check_data(probs, "probs"))))
-        return status;
-    const moeperm_tensor *views[4] = {tokens, grad, indices, probs};
-    const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
-    for (int i = 0; i < 4; i++) {
-        int64_t lo, hi;
-        if (views[i] && element_count(views[i]) > 0 &&
-            (status = byte_span(views[i], names[i], &lo, &hi)))
-            return status;
-    }
-    shape->tokens = tokens_num;
-    shape->top_k = top_k;
-    shape->hidden = hidden;
-    shape->rows = rows;
-    return MOEPERM_SUCCESS;
-}
-
-static moeperm_status check_shape2(const moeperm_tensor *t, const char *what, int64_t d0,
-                                   int64_t d1, const char *like)
-{
-    if (t->dims[0] == d0 && t->dims[1] == d1)
-        return MOEPERM_SUCCESS;
-    return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                        "%s shape is [%lld, %lld], expected [%lld, %lld] (the shape of %s)", what,
-                        (long long)t->dims[0], (long long)t->dims[1], (long long)d0, (long long)d1,
-                        like);
-}
-
+/* An output the kernel writes: its view, its own elements apart, and apart
+ * from every input. */
 static moeperm_status check_output(const moeperm_tensor *out, const char *what,
                                    const moeperm_tensor *const inputs[4],
                                    const char *const input_names[4])
 {
     moeperm_status status;
-    int64_t lo, hi;
-    if ((status = check_data(out, what)))
+    if ((status = moeperm_check_view(out, what)) ||
+        (status = moeperm_check_no_self_overlap(out, what)))
         return status;
-    if (element_count(out) == 0)
-        return MOEPERM_SUCCESS;
-    if ((status = byte_span(out, what, &lo, &hi)))
-        return status;
-    if (overlaps_itself(out))
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "%s strides [%lld, %lld] make distinct elements share memory", what,
-                            (long long)out->strides[0], (long long)out->strides[1]);
     for (int i = 0; i < 4; i++)
-        if (inputs[i] && (status = check_apart(out, what, inputs[i], input_names[i])))
+        if (inputs[i] && (status = moeperm_check_disjoint(out, what, inputs[i], input_names[i])))
             return status;
     return MOEPERM_SUCCESS;
 }
 
+/* Every check after the NULL tensors (check.c has the operator's own):
+ * dtypes, the outputs all empty (*nothing: the device does nothing), ranks,
+ * the tiling's refusals, shapes, views, then the values of sorted_indices.
+ * probs_grad without probs is never written, so only its dtype matters. */
 static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tensor *grad,
                                const moeperm_tensor *indices, const moeperm_tensor *probs,
-                               bool padded_mode, const moeperm_tensor *tokens_grad,
-                               const moeperm_tensor *probs_grad, ug_shape *shape)
+                               const moeperm_tensor *tokens_grad,
+                               const moeperm_tensor *probs_grad, ug_shape *shape, bool *nothing)
 {
     moeperm_status status;
-    if (padded_mode)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "padded_mode = true is not supported; only false is");
-    if ((status = check_inputs(tokens, grad, indices, probs, shape)))
+    if ((status = moeperm_ug_check_dtypes(tokens, grad, indices, probs)) ||
+        (status = moeperm_check_same_dtype(tokens_grad, "permuted_tokens_grad_out", tokens,
+                                           "permuted_tokens")) ||
+        (probs && (status = moeperm_check_same_dtype(probs_grad, "probs_grad_out", probs,
+                                                     "probs"))) ||
+        (!probs && probs_grad &&
+         (status = moeperm_check_float_dtype(probs_grad, "probs_grad_out"))))
         return status;
-    if ((status = same_dtype(tokens_grad, "permuted_tokens_grad_out", tokens, "permuted_tokens")) ||
-        (probs && (status = same_dtype(probs_grad, "probs_grad_out", probs, "probs"))))
+    const moeperm_tensor *const outputs[2] = {tokens_grad, probs_grad};
+    if (moeperm_outputs_empty(outputs, 2)) {
+        *nothing = true;
+        return MOEPERM_SUCCESS;
+    }
+    *nothing = false;
+
+    if ((status = moeperm_ug_check_inputs(tokens, grad, indices, probs, shape)) ||
+        (status = moeperm_check_ndim(tokens_grad, "permuted_tokens_grad_out", 2,
+                                     "[num_out_tokens, hidden_size]")) ||
+        (probs && (status = moeperm_check_ndim(probs_grad, "probs_grad_out", 2,
+                                               "[tokens_num, top_k]"))) ||
+        (status = moeperm_ug_check_tiling(shape)) ||
+        (status = moeperm_ug_check_input_shapes(tokens, grad, indices, probs, shape)))
         return status;
-    if ((status = check_ndim(tokens_grad, "permuted_tokens_grad_out", 2,
-                             "[num_out_tokens, hidden_size]")) ||
-        (probs && (status = check_ndim(probs_grad, "probs_grad_out", 2, "[tokens_num, top_k]"))))
-        return status;
-    if ((status = check_shape2(tokens_grad, "permuted_tokens_grad_out", shape->rows, shape->hidden,
-                               "permuted_tokens")) ||
-        (probs && (status = check_shape2(probs_grad, "probs_grad_out", shape->tokens, shape->top_k,
-                                         "probs"))))
+    if ((status = moeperm_check_shape2(tokens_grad, "permuted_tokens_grad_out", shape->rows,
+                                       shape->hidden, "the shape of permuted_tokens")) ||
+        (probs && (status = moeperm_check_shape2(probs_grad, "probs_grad_out", shape->tokens,
+                                                 shape->top_k, "the shape of probs"))))
         return status;
 
     const moeperm_tensor *const inputs[4] = {tokens, grad, indices, probs};
@@ -197,15 +72,25 @@ static moeperm_status validate(const moeperm_tensor *tokens, const moeperm_tenso
                                   "probs"};
     if ((status = check_output(tokens_grad, "permuted_tokens_grad_out", inputs, names)) ||
         (probs && (status = check_output(probs_grad, "probs_grad_out", inputs, names))) ||
-        (probs && (status = check_apart(tokens_grad, "permuted_tokens_grad_out", probs_grad,
-                                        "probs_grad_out"))))
+        (probs && (status = moeperm_check_disjoint(tokens_grad, "permuted_tokens_grad_out",
+                                                   probs_grad, "probs_grad_out"))))
         return status;
-    return check_indices(indices);
+    int64_t slots = shape->tokens * shape->top_k;
+    if ((status = moeperm_check_slots_nonnegative(indices, slots, "permuted_tokens_grad_out")))
+        return status;
+    return moeperm_ug_check_rows_written_once(indices, slots, shape->rows);
 }
 
 /* ---------------------------------------------------------------------- */
 /* The API                                                                */
 /* ---------------------------------------------------------------------- */
+
+static moeperm_status run_plan(const void *plan, int threads)
+{
+    if (!moeperm_unpermute_grad_run(plan, threads, MOEPERM_ISA_AUTO))
+        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the kernel's scratch");
+    return MOEPERM_SUCCESS;
+}
 
 moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     const moeperm_tensor *permuted_tokens, const moeperm_tensor *unpermuted_tokens_grad,
@@ -214,54 +99,54 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
     moeperm_tensor *permuted_tokens_grad_out, moeperm_tensor *probs_grad_out,
     uint64_t *workspace_size, moeperm_executor **executor)
 {
-    (void)restore_shape; /* the Atlas A2/A3 host code never reads it */
+    /* the Atlas A2/A3 host code never reads restore_shape and runs the
+     * non-padded kernel whatever padded_mode says */
+    (void)padded_mode;
+    (void)restore_shape;
     (void)restore_shape_len;
+    moeperm_status status;
     if (executor)
         *executor = NULL;
-    if (!permuted_tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens is NULL");
-    if (!unpermuted_tokens_grad)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "unpermuted_tokens_grad is NULL");
-    if (!sorted_indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
-    if (!permuted_tokens_grad_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens_grad_out is NULL");
-    if (probs && !probs_grad_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "probs_grad_out is NULL but probs is given");
-    if (!probs && probs_grad_out)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "probs_grad_out is given but probs is NULL: without probs there is "
-                            "no probs gradient");
+    if ((status = moeperm_check_required(permuted_tokens, "permuted_tokens")) ||
+        (status = moeperm_check_required(unpermuted_tokens_grad, "unpermuted_tokens_grad")) ||
+        (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
+        (status = moeperm_check_required(permuted_tokens_grad_out, "permuted_tokens_grad_out")) ||
+        (probs && (status = moeperm_check_required(probs_grad_out, "probs_grad_out"))))
+        return status;
     if (!workspace_size)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
     if (!executor)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     ug_shape shape;
-    moeperm_status status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs,
-                                     padded_mode, permuted_tokens_grad_out, probs_grad_out, &shape);
+    bool nothing = false;
+    status = validate(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs,
+                      permuted_tokens_grad_out, probs_grad_out, &shape, &nothing);
     if (status != MOEPERM_SUCCESS)
         return status;
 
-    struct moeperm_executor *plan = calloc(1, sizeof *plan);
-    if (!plan)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the executor");
-    plan->op = MOEPERM_OP_UNPERMUTE_GRAD;
-    struct moeperm_unpermute_grad_plan *ug = &plan->unpermute_grad;
-    ug->permuted_tokens = *permuted_tokens;
-    ug->grad = *unpermuted_tokens_grad;
-    ug->indices = *sorted_indices;
-    ug->tokens_grad = *permuted_tokens_grad_out;
-    ug->has_probs = probs != NULL;
-    if (probs) {
-        ug->probs = *probs;
-        ug->probs_grad = *probs_grad_out;
-    }
-    ug->top_k = shape.top_k;
+    moeperm_executor *made =
+        moeperm_executor_new(MOEPERM_OP_UNPERMUTE_GRAD, nothing ? NULL : run_plan,
+                             sizeof(struct moeperm_unpermute_grad_plan));
+    if (!made)
+        return MOEPERM_ERR_INNER;
+    struct moeperm_unpermute_grad_plan *ug = made->plan;
     ug->chip.ub_bytes = MOEPERM_CHIP_A2_UB_BYTES;
     ug->chip.vector_cores = MOEPERM_CHIP_A2_VECTOR_CORES;
+    if (!nothing) {
+        ug->permuted_tokens = *permuted_tokens;
+        ug->grad = *unpermuted_tokens_grad;
+        ug->indices = *sorted_indices;
+        ug->tokens_grad = *permuted_tokens_grad_out;
+        ug->has_probs = probs != NULL;
+        if (probs) {
+            ug->probs = *probs;
+            ug->probs_grad = *probs_grad_out;
+        }
+        ug->top_k = shape.top_k;
+    }
     *workspace_size = 0;
-    *executor = plan;
+    *executor = made;
     return MOEPERM_SUCCESS;
 }
 
@@ -288,13 +173,14 @@ moeperm_status moeperm_executor_set_chip(moeperm_executor *executor, const moepe
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "chip is NULL");
     if (executor->op != MOEPERM_OP_UNPERMUTE_GRAD)
         return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "the executor was planned by %s, whose arithmetic does not depend "
-                            "on the chip",
-                            moeperm_executor_planner(executor->op));
+                            "the executor was planned by %s's first phase, whose arithmetic "
+                            "does not depend on the chip",
+                            moeperm_op_name(executor->op) ? moeperm_op_name(executor->op)
+                                                          : "no operator");
     moeperm_status status = check_chip(chip);
     if (status != MOEPERM_SUCCESS)
         return status;
-    executor->unpermute_grad.chip = *chip;
+    ((struct moeperm_unpermute_grad_plan *)executor->plan)->chip = *chip;
     return MOEPERM_SUCCESS;
 }
 
@@ -303,14 +189,7 @@ moeperm_status moeperm_token_unpermute_grad(void *workspace, uint64_t workspace_
 {
     (void)workspace;
     (void)workspace_size; /* the CPU plan needs no workspace, so any size is enough */
-    moeperm_status status = moeperm_executor_accept(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
-    if (status != MOEPERM_SUCCESS)
-        return status;
-    bool done = moeperm_unpermute_grad_run(&executor->unpermute_grad, 0, MOEPERM_ISA_AUTO);
-    free(executor);
-    if (!done)
-        return moeperm_fail(MOEPERM_ERR_INNER, "out of memory allocating the kernel's scratch");
-    return MOEPERM_SUCCESS;
+    return moeperm_executor_finish(executor, stream, MOEPERM_OP_UNPERMUTE_GRAD);
 }
 
 moeperm_status moeperm_token_unpermute_grad_tiling(int64_t tokens_num, int64_t top_k,
@@ -328,27 +207,12 @@ moeperm_status moeperm_token_unpermute_grad_tiling(int64_t tokens_num, int64_t t
         chip = &a2;
     if ((status = check_chip(chip)))
         return status;
-    if (tokens_num < 1)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "tokens_num = %lld; the kernel's tiling needs at least 1",
-                            (long long)tokens_num);
-    if (hidden_size < 1)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "hidden_size = %lld; the kernel's tiling needs at least 1",
-                            (long long)hidden_size);
-    if (top_k < 1 || top_k > MOEPERM_MAX_TOP_K)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "top_k = %lld is outside [1, %d]",
-                            (long long)top_k, MOEPERM_MAX_TOP_K);
-    if (!has_probs && top_k != 1)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID,
-                            "top_k = %lld without probs; the kernel then takes top_k = 1",
-                            (long long)top_k);
-    if (num_out_tokens < 0)
-        return moeperm_fail(MOEPERM_ERR_PARAM_INVALID, "num_out_tokens = %lld is negative",
-                            (long long)num_out_tokens);
     moeperm_tensor tokens_view = {.dtype = tokens_dtype}, probs_view = {.dtype = probs_dtype};
-    if ((status = check_float_dtype(&tokens_view, "tokens_dtype")) ||
-        (has_probs && (status = check_float_dtype(&probs_view, "probs_dtype"))))
+    if ((status = moeperm_check_float_dtype(&tokens_view, "tokens_dtype")) ||
+        (has_probs && (status = moeperm_check_float_dtype(&probs_view, "probs_dtype"))) ||
+        (status = moeperm_ug_check_tiling_query(tokens_num, top_k, hidden_size, num_out_tokens,
+                                                (int64_t)moeperm_dtype_size(tokens_dtype),
+                                                has_probs, chip->vector_cores)))
         return status;
     moeperm_ug_tiling(tokens_num, top_k, hidden_size, num_out_tokens,
                       (int64_t)moeperm_dtype_size(tokens_dtype), has_probs,
@@ -361,19 +225,21 @@ moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
     const moeperm_tensor *sorted_indices, const moeperm_tensor *probs, double *exact,
     uint64_t exact_len)
 {
-    if (!permuted_tokens)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "permuted_tokens is NULL");
-    if (!unpermuted_tokens_grad)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "unpermuted_tokens_grad is NULL");
-    if (!sorted_indices)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "sorted_indices is NULL");
+    moeperm_status status;
+    if ((status = moeperm_check_required(permuted_tokens, "permuted_tokens")) ||
+        (status = moeperm_check_required(unpermuted_tokens_grad, "unpermuted_tokens_grad")) ||
+        (status = moeperm_check_required(sorted_indices, "sorted_indices")))
+        return status;
     if (!probs)
         return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR,
                             "probs is NULL; without probs there is no probs gradient");
     ug_shape shape;
-    moeperm_status status =
-        check_inputs(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs, &shape);
-    if (status != MOEPERM_SUCCESS)
+    if ((status = moeperm_ug_check_dtypes(permuted_tokens, unpermuted_tokens_grad, sorted_indices,
+                                          probs)) ||
+        (status = moeperm_ug_check_inputs(permuted_tokens, unpermuted_tokens_grad, sorted_indices,
+                                          probs, &shape)) ||
+        (status = moeperm_ug_check_input_shapes(permuted_tokens, unpermuted_tokens_grad,
+                                                sorted_indices, probs, &shape)))
         return status;
     int64_t slots = shape.tokens * shape.top_k;
     if (exact_len != (uint64_t)slots)
@@ -389,9 +255,9 @@ moeperm_status moeperm_token_unpermute_grad_exact_probs_grad(
                                        probs};
     const char *names[4] = {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"};
     for (int i = 0; i < 4; i++)
-        if ((status = check_apart(&view, "exact", inputs[i], names[i])))
+        if ((status = moeperm_check_disjoint(&view, "exact", inputs[i], names[i])))
             return status;
-    if ((status = check_indices(sorted_indices)))
+    if ((status = moeperm_check_slots_nonnegative(sorted_indices, slots, "permuted_tokens")))
         return status;
     return moeperm_ug_exact(permuted_tokens, unpermuted_tokens_grad, sorted_indices, shape.top_k,
                             exact);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "unpermute_grad/model.h"
+#include "x86/x86.h"
 
 #define MOEPERM_CONCAT_(a, b) a##b
 #define MOEPERM_CONCAT(a, b) MOEPERM_CONCAT_(a, b)

@@ -12,7 +12,7 @@
  * listed with their probs by x86_scaled_rows() and summed by the scaled
  * segments.
  */
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
@@ -144,13 +144,12 @@ static void x86_tasks(const x86_plan *p, const moeperm_x86_kernels *k, moeperm_x
         k->fence();
 }
 
-/* A plan (MoeTokenPermuteGrad's fields; probs for MoeTokenUnpermute) on
- * `team` threads. */
-static void x86_run(const struct moeperm_executor *plan, const struct moeperm_tensor *probs,
+/* A sum (with probs for MoeTokenUnpermute) on `team` threads. */
+static void x86_run(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
                     int team, const moeperm_x86_kernels *k)
 {
     const struct moeperm_tensor *o = &plan->out;
-    int64_t size = (int64_t)moeperm_dtype_size(plan->grad.dtype);
+    int64_t size = (int64_t)moeperm_dtype_size(plan->permuted.dtype);
     x86_plan p = {
         .gather = moeperm_gather_of(plan),
         .probs = probs,
@@ -164,7 +163,7 @@ static void x86_run(const struct moeperm_executor *plan, const struct moeperm_te
     p.blocks = (p.hidden + p.block - 1) / p.block;
     int64_t tasks = tokens * p.blocks;
     bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
-    int d = moeperm_x86_dtype_index(plan->grad.dtype);
+    int d = moeperm_x86_dtype_index(plan->permuted.dtype);
     moeperm_x86_segment *segment = probs ? k->scaled_segment[d] : k->segment[d];
     if (team <= 1 || tasks <= 1) {
         fp_env env = fp_env_enter();
@@ -193,24 +192,15 @@ static void x86_run(const struct moeperm_executor *plan, const struct moeperm_te
     }
 }
 
-void moeperm_x86_run(const struct moeperm_executor *plan, int team, const moeperm_x86_kernels *k)
+void moeperm_x86_run(const struct moeperm_sum *plan, int team, const moeperm_x86_kernels *k)
 {
     x86_run(plan, NULL, team, k);
 }
 
-void moeperm_x86_run_unpermute(const struct moeperm_executor *plan, int team,
-                               const moeperm_x86_kernels *k)
+void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
+                               int team, const moeperm_x86_kernels *k)
 {
-    /* the same sum over the same kind of tensors, under their names in a
-     * MoeTokenPermuteGrad plan */
-    struct moeperm_executor sum = {
-        .op = MOEPERM_OP_PERMUTE_GRAD,
-        .grad = plan->unpermute.permuted_tokens,
-        .indices = plan->unpermute.sorted_indices,
-        .out = plan->unpermute.out,
-        .top_k = plan->unpermute.top_k,
-    };
-    x86_run(&sum, &plan->unpermute.probs, team, k);
+    x86_run(plan, probs, team, k);
 }
 
 #endif

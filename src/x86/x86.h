@@ -14,8 +14,8 @@
  * library's one choice resolved to (kernel.h), and runs its portable
  * loop when there is none.  The CPU is asked once, in cpu_features.c.
  *
- * Only included through kernel.h, on x86 with a GNU C compiler
- * (MOEPERM_HAVE_X86_PATH).
+ * Only included where core/dispatch.h defines MOEPERM_HAVE_X86_PATH (x86
+ * with a GNU C compiler).
  */
 #ifndef MOEPERM_X86_X86_H
 #define MOEPERM_X86_X86_H
@@ -31,7 +31,8 @@
 #include "cpu_features.h"
 #include "unpermute_grad/kernel.h"
 
-struct moeperm_executor;
+struct moeperm_sum;
+struct moeperm_tensor;
 
 /* One task: output columns [0, width) of out, the sum of the listed rows
  * (moeperm_token_rows(), each pointing at the task's first column), for
@@ -108,15 +109,14 @@ static inline int moeperm_x86_dtype_index(moeperm_dtype dtype)
     return dtype == MOEPERM_FLOAT ? 0 : dtype == MOEPERM_FLOAT16 ? 1 : 2;
 }
 
-/* Runs a MoeTokenPermuteGrad plan with unit column strides on `team`
- * threads with kernels k. */
-void moeperm_x86_run(const struct moeperm_executor *plan, int team,
-                     const moeperm_x86_kernels *k);
+/* Runs a sum (src/sum/: MoeTokenPermuteGrad, MoeTokenUnpermute without
+ * probs) with unit column strides on `team` threads with kernels k. */
+void moeperm_x86_run(const struct moeperm_sum *plan, int team, const moeperm_x86_kernels *k);
 
-/* The same for a MoeTokenUnpermute plan with probs (plan->unpermute) whose
- * permuted_tokens and out have unit column strides. */
-void moeperm_x86_run_unpermute(const struct moeperm_executor *plan, int team,
-                               const moeperm_x86_kernels *k);
+/* The same for MoeTokenUnpermute with probs: its sum, each row times its
+ * prob; permuted_tokens and out have unit column strides. */
+void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
+                               int team, const moeperm_x86_kernels *k);
 
 /* The scratch of moeperm_x86_ug_range: the widened probs and the
  * accumulators (top_k floats each, rounded up to 16), then three

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "core/fp.h"
-#include "core/kernel.h"
+#include "sum/sum.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

@@ -1,12 +1,13 @@
 /*
  * The fast paths against the portable path, bit for bit (docs/arithmetic.md
- * fixes the bits, and the portable loop of permute_grad.c is the reference),
+ * fixes the bits, and the portable loop of src/sum/sum.c is the reference),
  * on every instruction set this CPU has (AVX2 + F16C, AVX-512F): the x86
  * vector conversions over every 16-bit input and over edge and random
  * binary32 inputs (tests/core/test_fast_conversions_exhaustive.c does all 2^32),
  * and the x86 operator on seeded random cases with special values, tails
- * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), top_k 1
- * and 512, row strides and offsets, strided columns (which fall back to
+ * (hidden not a multiple of 16 or 32), dropped slots (slot 0 too), rows
+ * read by several slots, more rows than slots, top_k 1 and 512, row strides
+ * and offsets, strided columns (which fall back to
  * the portable path), column-split tasks, streamed output and any thread
  * count.
  *
@@ -39,7 +40,9 @@
 #include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "sum/sum.h"
+#include "unpermute/unpermute.h"
+#include "unpermute_grad/unpermute_grad.h"
 #include "naive.h"
 
 static bool have_fast_path(void)
@@ -262,7 +265,22 @@ static uint32_t draw(uint64_t *rng, moeperm_dtype dtype)
  * included. */
 typedef struct layout {
     int64_t grad_stride, grad_cstride, grad_offset, out_stride, out_cstride, out_offset;
+    /* 0: indices a permutation of the slots; else each drawn from
+     * [0, index_span): rows read twice, and dropped slots where the span
+     * passes the rows */
+    int64_t index_span;
 } layout;
+
+/* The slots' indices as a case asks for them. */
+static void draw_indices(uint64_t *rng, int32_t *indices, int64_t count, int64_t index_span)
+{
+    if (index_span == 0) {
+        naive_permutation(rng, indices, count);
+        return;
+    }
+    for (int64_t i = 0; i < count; i++)
+        indices[i] = (int32_t)(naive_rand(rng) % (uint64_t)index_span);
+}
 
 /* A layout with its defaults filled in: unit column strides, row strides
  * of at least a row. */
@@ -302,7 +320,7 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
         else
             ((uint16_t *)grad)[i] = (uint16_t)v;
     }
-    naive_permutation(&rng, indices, count);
+    draw_indices(&rng, indices, count, lay.index_span);
     memset(want, 0x5a, (size_t)out_elems * es);
     memset(got, 0x5a, (size_t)out_elems * es);
 
@@ -315,14 +333,14 @@ static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t 
     assert_non_null(g);
     assert_non_null(ix);
     assert_non_null(o);
-    struct moeperm_executor plan = {.grad = *g, .indices = *ix, .out = *o, .top_k = top_k};
-    moeperm_kernel_run_isa(&plan, 1, MOEPERM_ISA_PORTABLE);
+    struct moeperm_sum plan = {.permuted = *g, .indices = *ix, .out = *o, .top_k = top_k};
+    moeperm_sum_run(&plan, 1, MOEPERM_ISA_PORTABLE);
     plan.out.data = got;
     for (int p = 0; p < 2; p++) {
         if (!moeperm_isa_supported(sets[p].isa))
             continue;
         memset(got, 0x5a, (size_t)out_elems * es);
-        moeperm_kernel_run_isa(&plan, threads, sets[p].isa);
+        moeperm_sum_run(&plan, threads, sets[p].isa);
         for (int64_t i = 0; i < out_elems; i++) {
             uint32_t w = 0, v = 0;
             memcpy(&w, want + i * (int64_t)es, es);
@@ -405,6 +423,32 @@ static void test_top_k_1_and_512_fast_path_matches_portable_bits(void **state)
             check_case(1010 + d, dtypes[d], 3, 512, 67, 1536, lay, 2);
         if (selected(1020 + d))
             check_case(1020 + d, dtypes[d], 2, 512, 35, 700, lay, 1);
+    }
+}
+
+/* Rows read by several slots, dropped slots anywhere (slot 0 too) and more
+ * rows than slots: the inputs the device takes beyond a permutation. */
+static void test_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits(void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 3000; number < 3150; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 2654435761u + 11;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 24);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 12);
+        int64_t hidden = 1 + (int64_t)(naive_rand(&rng) % 300);
+        int64_t count = tokens * top_k;
+        /* few rows (many repeats), as many as the slots, or many more */
+        int64_t rows = number % 3 == 0 ? 1 + (int64_t)(naive_rand(&rng) % 4)
+                       : number % 3 == 1 ? count
+                                         : count * 3 + (int64_t)(naive_rand(&rng) % 9);
+        layout lay = {0};
+        lay.index_span = rows + (number % 2 ? rows / 2 + 1 : 0);
+        check_case(number, dtypes[number % 3], tokens, top_k, hidden, rows, lay,
+                   1 + number % 3);
     }
 }
 
@@ -521,6 +565,24 @@ static void expect_same_buffer(int number, const char *what, const char *output,
     }
 }
 
+/* A MoeTokenUnpermute plan with probs over four views (not NULL). */
+static struct moeperm_unpermute_plan unpermute_plan_of(const moeperm_tensor *tx,
+                                                       const moeperm_tensor *ti,
+                                                       const moeperm_tensor *tp,
+                                                       const moeperm_tensor *to, int64_t top_k)
+{
+    assert_non_null(tx);
+    assert_non_null(ti);
+    assert_non_null(tp);
+    assert_non_null(to);
+    struct moeperm_unpermute_plan plan = {
+        .sum = {.permuted = *tx, .indices = *ti, .out = *to, .top_k = top_k},
+        .probs = *tp,
+        .has_probs = true,
+    };
+    return plan;
+}
+
 /* One MoeTokenUnpermute case: the portable loop on one thread gives the
  * expected bits; each x86 path this CPU has must give the same, called
  * directly (unit column strides only) and through moeperm_unpermute_run()
@@ -549,7 +611,7 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
         put(x, i, es, nan_heavy ? draw_nan(&rng, dtype) : draw(&rng, dtype));
     for (int64_t i = 0; i < p_elems; i++)
         put(probs, i, ps, nan_heavy ? draw_nan(&rng, probs_dtype) : draw_prob(&rng, probs_dtype));
-    naive_permutation(&rng, indices, count);
+    draw_indices(&rng, indices, count, ul.rows.index_span);
     memset(want, 0x5a, (size_t)out_elems * es);
 
     int64_t xdims[2] = {rows, hidden}, xstrides[2] = {lay.grad_stride, lay.grad_cstride};
@@ -562,20 +624,10 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
     moeperm_tensor *tp =
         moeperm_tensor_create(pdims, 2, probs_dtype, pstrides, ul.probs_offset, probs);
     moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtype, ostrides, lay.out_offset, want);
-    assert_non_null(tx);
-    assert_non_null(ti);
-    assert_non_null(tp);
-    assert_non_null(to);
-    struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-    plan.unpermute.permuted_tokens = *tx;
-    plan.unpermute.sorted_indices = *ti;
-    plan.unpermute.probs = *tp;
-    plan.unpermute.out = *to;
-    plan.unpermute.top_k = top_k;
-    plan.unpermute.has_probs = true;
+    struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, top_k);
     assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
     moeperm_unpermute_run(&plan, 1);
-    plan.unpermute.out.data = got;
+    plan.sum.out.data = got;
     bool unit_columns = lay.grad_cstride == 1 && lay.out_cstride == 1;
     char what[160];
     for (int p = 0; p < 2; p++) {
@@ -587,7 +639,7 @@ static void check_unpermute_case(int number, moeperm_dtype dtype, moeperm_dtype 
                  (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
         if (unit_columns) {
             memset(got, 0x5a, (size_t)out_elems * es);
-            moeperm_x86_run_unpermute(&plan, threads, sets[p].kernels);
+            moeperm_x86_run_unpermute(&plan.sum, &plan.probs, threads, sets[p].kernels);
             expect_same_buffer(number, what, "out", want, got, out_elems, es);
         }
         memset(got, 0x5a, (size_t)out_elems * es);
@@ -625,6 +677,33 @@ static void test_unpermute_random_cases_fast_path_matches_portable_bits(void **s
         }
         check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], sh.tokens, sh.top_k,
                              sh.hidden, sh.rows, ul, 1 + number % 3, number % 7 == 0);
+    }
+}
+
+/* The scaled path on rows read by several slots, dropped slots and more
+ * rows than slots, over every dtype pair. */
+static void test_unpermute_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits(
+    void **state)
+{
+    (void)state;
+    if (!have_fast_path())
+        skip();
+    for (int number = 3200; number < 3290; number++) {
+        if (!selected(number))
+            continue;
+        uint64_t rng = (uint64_t)number * 40503u + 5;
+        int pair = number % 9;
+        int64_t tokens = 1 + (int64_t)(naive_rand(&rng) % 20);
+        int64_t top_k = 1 + (int64_t)(naive_rand(&rng) % 9);
+        int64_t hidden = 1 + (int64_t)(naive_rand(&rng) % 200);
+        int64_t count = tokens * top_k;
+        int64_t rows = number % 3 == 0 ? 1 + (int64_t)(naive_rand(&rng) % 3)
+                       : number % 3 == 1 ? count
+                                         : count * 2 + 5;
+        unpermute_layout ul = {{0}, false, 0};
+        ul.rows.index_span = rows + (number % 2 ? rows + 1 : 0);
+        check_unpermute_case(number, dtypes[pair / 3], dtypes[pair % 3], tokens, top_k, hidden,
+                             rows, ul, 1 + number % 3, false);
     }
 }
 
@@ -740,17 +819,7 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
             moeperm_tensor *ti = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, indices);
             moeperm_tensor *tp = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
             moeperm_tensor *to = moeperm_tensor_create(odims, 2, dtypes[d], NULL, 0, out);
-            assert_non_null(tx);
-            assert_non_null(ti);
-            assert_non_null(tp);
-            assert_non_null(to);
-            struct moeperm_executor plan = {.op = MOEPERM_OP_UNPERMUTE};
-            plan.unpermute.permuted_tokens = *tx;
-            plan.unpermute.sorted_indices = *ti;
-            plan.unpermute.probs = *tp;
-            plan.unpermute.out = *to;
-            plan.unpermute.top_k = K;
-            plan.unpermute.has_probs = true;
+            struct moeperm_unpermute_plan plan = unpermute_plan_of(tx, ti, tp, to, K);
             assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
             feclearexcept(FE_ALL_EXCEPT);
             moeperm_unpermute_run(&plan, 1);
@@ -762,7 +831,7 @@ static void test_unpermute_infinite_probs_raise_no_invalid_flag(void **state)
                 if (!moeperm_isa_supported(sets[set].isa))
                     continue;
                 feclearexcept(FE_ALL_EXCEPT);
-                moeperm_x86_run_unpermute(&plan, 1, sets[set].kernels);
+                moeperm_x86_run_unpermute(&plan.sum, &plan.probs, 1, sets[set].kernels);
                 if (fetestexcept(FE_INVALID))
                     fail_msg("%s, H=%lld, %s: invalid raised", moeperm_dtype_name(dtypes[d]),
                              (long long)h, sets[set].name);
@@ -901,7 +970,7 @@ static void check_unpermute_grad_case(int number, moeperm_dtype dtype, moeperm_d
         ug_plan_of(&b, dtype, probs_dtype, tokens, top_k, hidden, rows, &lay, &ul, chip);
     memset(b.out, 0x5a, (size_t)b.out_elems * es);
     memset(b.pg, 0x5a, (size_t)b.p_elems * ps);
-    assert_true(moeperm_unpermute_grad_run(&plan->unpermute_grad, 1, MOEPERM_ISA_PORTABLE));
+    assert_true(moeperm_unpermute_grad_run(plan->plan, 1, MOEPERM_ISA_PORTABLE));
     memcpy(want, b.out, (size_t)b.out_elems * es);
     memcpy(want_pg, b.pg, (size_t)b.p_elems * ps);
     char what[200];
@@ -915,7 +984,7 @@ static void check_unpermute_grad_case(int number, moeperm_dtype dtype, moeperm_d
                  (long long)top_k, (long long)hidden, (long long)rows, sets[p].name, threads);
         memset(b.out, 0x5a, (size_t)b.out_elems * es);
         memset(b.pg, 0x5a, (size_t)b.p_elems * ps);
-        assert_true(moeperm_unpermute_grad_run(&plan->unpermute_grad, threads, sets[p].isa));
+        assert_true(moeperm_unpermute_grad_run(plan->plan, threads, sets[p].isa));
         expect_same_buffer(number, what, "permuted_tokens_grad", want, b.out, b.out_elems, es);
         expect_same_buffer(number, what, "probs_grad", want_pg, b.pg, b.p_elems, ps);
     }
@@ -945,6 +1014,7 @@ static void test_unpermute_grad_random_cases_fast_path_matches_portable_bits(voi
         uint64_t rng = (uint64_t)number * 6151u + 11;
         int pair = number % 9;
         shape sh = random_shape(number - 3000, &rng, 6, 8, 1200);
+        sh.rows = sh.rows > 0 ? sh.rows : 1; /* the device refuses R = 0 */
         ug_layout ul = {sh.lay, number % 5 == 2 ? (int64_t)(naive_rand(&rng) % 4) : 0,
                         number % 4 == 3};
         check_unpermute_grad_case(number, dtypes[pair / 3], dtypes[pair % 3], sh.tokens,
@@ -1064,7 +1134,7 @@ static void test_unpermute_grad_infinite_probs_raise_no_invalid_flag(void **stat
                     continue;
                 feclearexcept(FE_ALL_EXCEPT);
                 assert_true(moeperm_unpermute_grad_run(
-                    &plan->unpermute_grad, 1,
+                    plan->plan, 1,
                     path == 0 ? MOEPERM_ISA_PORTABLE : sets[path - 1].isa));
                 if (fetestexcept(FE_INVALID))
                     fail_msg("%s, H=%lld, path %d: invalid raised", moeperm_dtype_name(dtypes[d]),
@@ -1162,9 +1232,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_narrowing_edges_and_random_patterns_match_fp_h),
         cmocka_unit_test(test_random_cases_fast_path_matches_portable_bits),
         cmocka_unit_test(test_top_k_1_and_512_fast_path_matches_portable_bits),
+        cmocka_unit_test(test_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits),
         cmocka_unit_test(test_strided_columns_fall_back_and_match_portable_bits),
         cmocka_unit_test(test_column_blocks_and_streamed_output_match_portable_bits),
         cmocka_unit_test(test_unpermute_random_cases_fast_path_matches_portable_bits),
+        cmocka_unit_test(
+            test_unpermute_repeated_rows_and_dropped_slots_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_nan_products_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_top_k_1_and_512_fast_path_matches_portable_bits),
         cmocka_unit_test(test_unpermute_strided_columns_fall_back_and_match_portable_bits),

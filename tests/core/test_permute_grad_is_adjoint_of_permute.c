@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "call.h"
+#include "call_permute_grad.h"
 #include "call_family.h"
 #include "naive.h"
 #include "naive_family.h"
@@ -42,7 +42,7 @@ static void put(moeperm_dtype dtype, void *base, int64_t i, int v)
 
 static int64_t get(moeperm_dtype dtype, const void *base, int64_t i)
 {
-    return (int64_t)naive_family_load(dtype, base, i);
+    return (int64_t)naive_load(dtype, base, i);
 }
 
 static void check_case(int number, moeperm_dtype dtype, int64_t tokens, int64_t top_k,

@@ -1,5 +1,5 @@
 /*
- * The arithmetic against the tests' own naive loop (naive.c), on seeded
+ * The arithmetic against the tests' own naive loop (naive_permute_grad.c), on seeded
  * random cases in all three dtypes: special values (signed zeros, inf, NaN,
  * subnormals, narrowing overflow, rounding ties, cancellation), extreme
  * top_k and hidden sizes, no tokens, dropped slots (a dropped slot 0 too),
@@ -18,8 +18,9 @@
 
 #include <cmocka.h>
 
-#include "call.h"
+#include "call_permute_grad.h"
 #include "naive.h"
+#include "naive_permute_grad.h"
 
 static const moeperm_dtype dtypes[3] = {MOEPERM_FLOAT, MOEPERM_FLOAT16, MOEPERM_BF16};
 

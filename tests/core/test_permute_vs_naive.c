@@ -21,6 +21,7 @@
 
 #include "call_family.h"
 #include "core/internal.h"
+#include "permute/permute.h"
 #include "naive.h"
 #include "naive_family.h"
 
@@ -289,7 +290,7 @@ static void test_thread_counts_1_to_3_give_the_same_bytes(void **state)
             MOEPERM_SUCCESS);
         memset(got, 0, sizeof(float) * N * H);
         memset(sorted, 0, sizeof(int32_t) * N);
-        assert_int_equal(moeperm_permute_run(plan, threads), MOEPERM_SUCCESS);
+        assert_int_equal(moeperm_permute_run(plan->plan, threads), MOEPERM_SUCCESS);
         moeperm_executor_destroy(plan);
         if (memcmp(got, want, sizeof(float) * N * H) != 0)
             fail_msg("%d threads: permute_tokens_out differs from the model", threads);

@@ -61,7 +61,7 @@ static void test_failure_codes_and_untouched_output(void **state)
 {
     (void)state;
     float grad[4] = {1, 2, 3, 4};
-    int32_t indices[4] = {0, 1, 2, 2};
+    int32_t indices[4] = {0, 1, 2, -1};
     float out[2] = {-9, -9};
     int64_t gd[2] = {4, 1}, id[1] = {4}, od[2] = {2, 1};
     moeperm_tensor *g = moeperm_tensor_create(gd, 2, MOEPERM_FLOAT, NULL, 0, grad);
@@ -71,11 +71,17 @@ static void test_failure_codes_and_untouched_output(void **state)
     moeperm_executor *plan;
     assert_int_equal(moeperm_token_permute_grad_get_workspace_size(g, ix, 2, false, o, &ws, &plan),
                      161002);
-    assert_string_equal(moeperm_last_error(), "sorted_indices[3] = 2 repeats sorted_indices[2]");
+    assert_string_equal(moeperm_last_error(),
+                        "the device's result is undetermined: sorted_indices[3] = -1 is "
+                        "negative: the kernel would address row -1 of permuted_output_grad, outside "
+                        "the tensor");
     assert_int_equal(moeperm_token_permute_grad_get_workspace_size(NULL, ix, 2, false, o, &ws,
                                                                    &plan),
                      161001);
+    assert_string_equal(moeperm_last_error(),
+                        "the device refuses permuted_output_grad = NULL: it is a required tensor");
     assert_true(out[0] == -9 && out[1] == -9);
+    assert_string_equal(moeperm_status_name(561002), "MOEPERM_ERR_INNER_TILING_ERROR");
     moeperm_tensor_destroy(g);
     moeperm_tensor_destroy(ix);
     moeperm_tensor_destroy(o);
@@ -100,6 +106,25 @@ static void test_last_error_is_per_thread(void **state)
     assert_non_null(strstr(moeperm_last_error(), "dst_dtype 7"));
 }
 
+/* The instruction-set and named-chip functions are exported, and work
+ * through the shared library alone. */
+static void test_instruction_sets_and_named_chips_through_the_shared_library(void **state)
+{
+    (void)state;
+    moeperm_isa in_use = moeperm_isa_in_use();
+    assert_true(in_use >= MOEPERM_ISA_PORTABLE && in_use <= MOEPERM_ISA_X86_AVX512);
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), 0);
+    assert_int_equal(moeperm_isa_in_use(), MOEPERM_ISA_PORTABLE);
+    assert_string_equal(moeperm_isa_name(moeperm_isa_in_use()), "portable");
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), 0);
+    assert_int_equal(moeperm_isa_in_use(), in_use);
+    moeperm_chip chip = MOEPERM_CHIP_ASCEND910B4, named;
+    assert_int_equal(moeperm_chip_by_name("Ascend910B4", &named), 0);
+    assert_int_equal(named.ub_bytes, chip.ub_bytes);
+    assert_int_equal(named.vector_cores, chip.vector_cores);
+    assert_non_null(strstr(moeperm_chip_names(), "Ascend910_9392"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -107,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_hand_computed_fp16_bits),
         cmocka_unit_test(test_failure_codes_and_untouched_output),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_instruction_sets_and_named_chips_through_the_shared_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

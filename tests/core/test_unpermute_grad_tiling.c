@@ -221,30 +221,40 @@ static void test_tiling_matches_the_independent_transcription(void **state)
     assert_true(checked > 10000);
 }
 
-static void expect_refusal(int64_t tokens, int64_t top_k, int64_t hidden, int64_t rows,
-                           moeperm_dtype dtype, bool has_probs, moeperm_dtype probs_dtype,
-                           const moeperm_chip *chip, const char *message)
+static void expect_status(moeperm_status want, int64_t tokens, int64_t top_k, int64_t hidden,
+                          int64_t rows, moeperm_dtype dtype, bool has_probs,
+                          moeperm_dtype probs_dtype, const moeperm_chip *chip,
+                          const char *message)
 {
     moeperm_unpermute_grad_tiling t;
     memset(&t, 0x5a, sizeof t);
     assert_int_equal(moeperm_token_unpermute_grad_tiling(tokens, top_k, hidden, rows, dtype,
                                                          has_probs, probs_dtype, chip, &t),
-                     MOEPERM_ERR_PARAM_INVALID);
+                     want);
     if (!strstr(moeperm_last_error(), message))
         fail_msg("\"%s\" does not contain \"%s\"", moeperm_last_error(), message);
     for (size_t i = 0; i < sizeof t; i++)
         assert_int_equal(((unsigned char *)&t)[i], 0x5a);
 }
 
+#define expect_refusal(...) expect_status(MOEPERM_ERR_PARAM_INVALID, __VA_ARGS__)
+#define expect_tiling_refusal(...) expect_status(MOEPERM_ERR_INNER_TILING_ERROR, __VA_ARGS__)
+
 static void test_tiling_query_refuses_what_the_kernel_cannot_tile(void **state)
 {
     (void)state;
     const moeperm_chip tiny = {MOEPERM_CHIP_MIN_UB_BYTES - 1, 48};
     const moeperm_chip no_cores = {196352, 0};
-    expect_refusal(0, 2, 64, 0, MOEPERM_BF16, true, MOEPERM_BF16, NULL, "tokens_num = 0");
-    expect_refusal(4, 2, 0, 8, MOEPERM_BF16, true, MOEPERM_BF16, NULL, "hidden_size = 0");
-    expect_refusal(4, 513, 64, 8, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
-                   "top_k = 513 is outside [1, 512]");
+    /* the device's tiling refuses a 0 among the sizes and top_k > 512 */
+    expect_tiling_refusal(0, 2, 64, 0, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
+                          "the device refuses tokens_num = 0");
+    expect_tiling_refusal(4, 2, 0, 8, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
+                          "the device refuses hidden_size = 0");
+    expect_tiling_refusal(4, 2, 64, 0, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
+                          "the device refuses num_out_tokens = 0");
+    expect_tiling_refusal(4, 513, 64, 8, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
+                          "the device refuses top_k = 513 (the columns of probs): its tiling "
+                          "takes at most 512");
     expect_refusal(4, 2, 64, 8, MOEPERM_BF16, false, MOEPERM_BF16, NULL,
                    "top_k = 2 without probs");
     expect_refusal(4, 2, 64, -1, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
@@ -262,6 +272,137 @@ static void test_tiling_query_refuses_what_the_kernel_cannot_tile(void **state)
                      MOEPERM_ERR_PARAM_NULLPTR);
 }
 
+/* Sizes where the tiling's int64 arithmetic would overflow are refused,
+ * naming the value; every other size gives a tiling whose chunks cover the
+ * hidden size.  scripts/ci-sanitize runs this under UBSan, which catches
+ * any overflow on the way. */
+static void test_extreme_sizes_give_a_tiling_or_a_refusal_naming_the_value(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {1,
+                                    2,
+                                    47,
+                                    49,
+                                    INT64_C(1) << 31,
+                                    INT64_C(1) << 32,
+                                    INT64_C(1) << 40,
+                                    INT64_C(1) << 53,
+                                    INT64_C(1) << 58,
+                                    INT64_C(1) << 62,
+                                    INT64_MAX / 28,
+                                    INT64_MAX / 20,
+                                    INT64_MAX - 511,
+                                    INT64_MAX};
+    static const int64_t top_ks[] = {1, 8, 512};
+    const moeperm_chip chips[3] = {
+        {MOEPERM_CHIP_A2_UB_BYTES, 1},
+        {MOEPERM_CHIP_A2_UB_BYTES, MOEPERM_CHIP_A2_VECTOR_CORES},
+        {MOEPERM_CHIP_MAX_UB_BYTES, MOEPERM_CHIP_MAX_VECTOR_CORES},
+    };
+    const moeperm_dtype dtypes[2] = {MOEPERM_BF16, MOEPERM_FLOAT};
+    const size_t n = sizeof sizes / sizeof *sizes;
+    int64_t accepted = 0, refused = 0;
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++)
+            for (size_t k = 0; k < 3; k++)
+                for (int c = 0; c < 3; c++)
+                    for (int d = 0; d < 2; d++)
+                        for (int p = 0; p < 2; p++) {
+                            bool has_probs = p == 1;
+                            int64_t tokens = sizes[a], hidden = sizes[b];
+                            int64_t top_k = has_probs ? top_ks[k] : 1;
+                            moeperm_unpermute_grad_tiling t;
+                            moeperm_status status = moeperm_token_unpermute_grad_tiling(
+                                tokens, top_k, hidden, sizes[(a + b) % n], dtypes[d], has_probs,
+                                dtypes[1 - d], &chips[c], &t);
+                            if (status == MOEPERM_SUCCESS) {
+                                accepted++;
+                                assert_true(t.hidden_size_align > 0);
+                                assert_true(t.hidden_size_tail > 0 &&
+                                            t.hidden_size_tail <= t.hidden_size_align);
+                                assert_true(t.hidden_size_loop_times >= 1);
+                                assert_true((t.hidden_size_loop_times - 1) <=
+                                            (hidden - t.hidden_size_tail) / t.hidden_size_align);
+                                continue;
+                            }
+                            refused++;
+                            assert_int_equal(status, MOEPERM_ERR_PARAM_INVALID);
+                            char tokens_word[32], hidden_word[32];
+                            snprintf(tokens_word, sizeof tokens_word, "tokens_num = %lld",
+                                     (long long)tokens);
+                            snprintf(hidden_word, sizeof hidden_word, "hidden_size = %lld",
+                                     (long long)hidden);
+                            if (!strstr(moeperm_last_error(), tokens_word) &&
+                                !strstr(moeperm_last_error(), hidden_word))
+                                fail_msg("N %lld H %lld: \"%s\" names neither", (long long)tokens,
+                                         (long long)hidden, moeperm_last_error());
+                        }
+    assert_true(accepted > 1000 && refused > 1000);
+    /* the two the overflow was found with */
+    expect_refusal(1, 1, INT64_MAX, 1, MOEPERM_BF16, true, MOEPERM_BF16, NULL,
+                   "hidden_size = 9223372036854775807");
+    const moeperm_chip one_core = {MOEPERM_CHIP_A2_UB_BYTES, 1};
+    expect_refusal(INT64_C(1) << 62, 8, 64, 8, MOEPERM_BF16, true, MOEPERM_BF16, &one_core,
+                   "tokens_num = 4611686018427387904");
+}
+
+/* Every named chip: ub_size of its platform configuration (196608 for all
+ * of them, hicann/runtime src/platform/platform_config/cann/<name>.ini)
+ * less the 256 bytes GetCoreMemSize() keeps back on the Ascend910B and
+ * Ascend910_93 families, and its vector_core_cnt; the macros and the
+ * lookup agree; a name the platform does not have is refused. */
+static void test_named_chips_are_their_platform_configurations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int64_t ini_ub_size, vector_core_cnt;
+    } ini[] = {
+        {"Ascend910B1", 196608, 48},    {"Ascend910B2", 196608, 48},
+        {"Ascend910B2C", 196608, 48},   {"Ascend910B3", 196608, 40},
+        {"Ascend910B4", 196608, 40},    {"Ascend910B4-1", 196608, 40},
+        {"Ascend910_9362", 196608, 40}, {"Ascend910_9363", 196608, 40},
+        {"Ascend910_9372", 196608, 40}, {"Ascend910_9381", 196608, 48},
+        {"Ascend910_9382", 196608, 48}, {"Ascend910_9391", 196608, 48},
+        {"Ascend910_9392", 196608, 48},
+    };
+    const moeperm_chip macros[13] = {
+        MOEPERM_CHIP_ASCEND910B1,    MOEPERM_CHIP_ASCEND910B2,    MOEPERM_CHIP_ASCEND910B2C,
+        MOEPERM_CHIP_ASCEND910B3,    MOEPERM_CHIP_ASCEND910B4,    MOEPERM_CHIP_ASCEND910B4_1,
+        MOEPERM_CHIP_ASCEND910_9362, MOEPERM_CHIP_ASCEND910_9363, MOEPERM_CHIP_ASCEND910_9372,
+        MOEPERM_CHIP_ASCEND910_9381, MOEPERM_CHIP_ASCEND910_9382, MOEPERM_CHIP_ASCEND910_9391,
+        MOEPERM_CHIP_ASCEND910_9392,
+    };
+    char names[512] = "";
+    for (size_t i = 0; i < 13; i++) {
+        moeperm_chip chip = {0, 0};
+        assert_int_equal(moeperm_chip_by_name(ini[i].name, &chip), MOEPERM_SUCCESS);
+        assert_int_equal(chip.ub_bytes, ini[i].ini_ub_size - 256);
+        assert_int_equal(chip.vector_cores, ini[i].vector_core_cnt);
+        assert_int_equal(macros[i].ub_bytes, chip.ub_bytes);
+        assert_int_equal(macros[i].vector_cores, chip.vector_cores);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "",
+                 ini[i].name);
+        /* a plan accepts every named chip */
+        moeperm_unpermute_grad_tiling t;
+        assert_int_equal(moeperm_token_unpermute_grad_tiling(4, 2, 64, 8, MOEPERM_BF16, true,
+                                                             MOEPERM_BF16, &chip, &t),
+                         MOEPERM_SUCCESS);
+    }
+    assert_string_equal(moeperm_chip_names(), names);
+    /* the default is the 48-core chips' */
+    assert_int_equal(MOEPERM_CHIP_A2_UB_BYTES, 196352);
+    assert_int_equal(MOEPERM_CHIP_A2_VECTOR_CORES, 48);
+    moeperm_chip kept = {1, 2};
+    assert_int_equal(moeperm_chip_by_name("Ascend910_95", &kept), MOEPERM_ERR_PARAM_INVALID);
+    assert_non_null(strstr(moeperm_last_error(), "chip \"Ascend910_95\" is not one of"));
+    assert_int_equal(moeperm_chip_by_name("ascend910b1", &kept), MOEPERM_ERR_PARAM_INVALID);
+    assert_int_equal(kept.ub_bytes, 1);
+    assert_int_equal(kept.vector_cores, 2);
+    assert_int_equal(moeperm_chip_by_name(NULL, &kept), MOEPERM_ERR_PARAM_NULLPTR);
+    assert_int_equal(moeperm_chip_by_name("Ascend910B1", NULL), MOEPERM_ERR_PARAM_NULLPTR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +412,8 @@ int main(void)
         cmocka_unit_test(test_a2_chunks_never_exceed_7936_or_5376_columns),
         cmocka_unit_test(test_tiling_matches_the_independent_transcription),
         cmocka_unit_test(test_tiling_query_refuses_what_the_kernel_cannot_tile),
+        cmocka_unit_test(test_extreme_sizes_give_a_tiling_or_a_refusal_naming_the_value),
+        cmocka_unit_test(test_named_chips_are_their_platform_configurations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
-#include "core/kernel.h"
+#include "unpermute_grad/unpermute_grad.h"
 #include "naive.h"
 #include "naive_unpermute_grad.h"
 #include "ug_call.h"
@@ -384,16 +384,39 @@ static void test_without_probs_rows_are_copied_bit_for_bit(void **state)
 
 /* Empty shapes: no tokens; no columns (probs_grad is the empty sum, +0);
  * no rows (every slot dropped). */
-static void test_empty_shapes(void **state)
+/* Zero sizes as the device takes them (docs/unpermute-grad.md, "The input
+ * domain"): when every output is empty the call does nothing and
+ * succeeds; otherwise a 0 among N, K, H and R is refused by the device's
+ * tiling with 561002, naming it, and the outputs keep their bytes. */
+static void test_zero_sizes_succeed_only_when_every_output_is_empty(void **state)
 {
     (void)state;
     run_case(MOEPERM_BF16, MOEPERM_FLOAT, 0, 4, 16, 0, NULL, 1);
-    run_case(MOEPERM_BF16, MOEPERM_FLOAT, 3, 4, 0, 5, NULL, 1);
-    run_case(MOEPERM_FLOAT16, MOEPERM_BF16, 3, 4, 70, 0, NULL, 1);
-    problem *q = problem_new(MOEPERM_BF16, MOEPERM_FLOAT, true, 3, 4, 0, 5, 1);
-    check_against_model(q, NULL, "no columns");
-    for (int i = 0; i < 12; i++)
-        assert_int_equal(((uint32_t *)q->probs_grad)[i], 0);
+    static const struct {
+        int64_t tokens_num, top_k, hidden, rows;
+        const char *named;
+    } refused[] = {
+        {3, 4, 0, 5, "hidden_size = 0"},
+        {3, 4, 70, 0, "num_out_tokens = 0"},
+        {0, 4, 16, 5, "tokens_num = 0"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        problem *q = problem_new(MOEPERM_BF16, MOEPERM_FLOAT, true, refused[i].tokens_num,
+                                 refused[i].top_k, refused[i].hidden, refused[i].rows, 1);
+        assert_int_equal(ug_call(&q->p), MOEPERM_ERR_INNER_TILING_ERROR);
+        if (!strstr(moeperm_last_error(), "the device refuses ") ||
+            !strstr(moeperm_last_error(), refused[i].named))
+            fail_msg("case %zu: %s", i, moeperm_last_error());
+        expect_same_bits("permuted_tokens_grad", q->tokens_grad, q->want_tokens_grad,
+                         (size_t)(q->p.rows * q->p.hidden) * 2, 2, "refused");
+        expect_same_bits("probs_grad", q->probs_grad, q->want_probs_grad,
+                         (size_t)(q->p.tokens_num * q->p.top_k) * 4, 4, "refused");
+        problem_free(q);
+    }
+    /* without probs and no probs_grad_out, a permuted_tokens_grad_out of
+     * no columns is every output: nothing to do */
+    problem *q = problem_new(MOEPERM_FLOAT16, MOEPERM_FLOAT16, false, 3, 1, 0, 5, 1);
+    assert_int_equal(ug_call(&q->p), MOEPERM_SUCCESS);
     problem_free(q);
 }
 
@@ -419,7 +442,7 @@ static void test_every_path_and_thread_count_gives_the_same_bits(void **state)
                     memset(q->tokens_grad, 0x5a, tg_bytes);
                     memset(q->probs_grad, 0x5a, pg_bytes);
                     assert_true(
-                        moeperm_unpermute_grad_run(&plan->unpermute_grad, threads, paths[path]));
+                        moeperm_unpermute_grad_run(plan->plan, threads, paths[path]));
                     moeperm_executor_destroy(plan);
                     char context[64];
                     snprintf(context, sizeof context, "path %d threads %d H %lld", paths[path],
@@ -473,7 +496,7 @@ static void test_large_outputs_aligned_or_not_on_every_path(void **state)
             assert_int_equal(moeperm_token_unpermute_grad_get_workspace_size(
                                  t, g, ix, pr, false, NULL, 0, tg, pg, &workspace, &plan),
                              MOEPERM_SUCCESS);
-            assert_true(moeperm_unpermute_grad_run(&plan->unpermute_grad, 2, paths[path]));
+            assert_true(moeperm_unpermute_grad_run(plan->plan, 2, paths[path]));
             moeperm_executor_destroy(plan);
             expect_same_bits("permuted_tokens_grad", tokens_grad + offset * size,
                              q->want_tokens_grad, bytes, size, "large, unaligned");
@@ -650,7 +673,7 @@ int main(void)
         cmocka_unit_test(test_inf_and_nan_in_g_meeting_dropped_rows),
         cmocka_unit_test(test_permuted_tokens_grad_edge_cases),
         cmocka_unit_test(test_without_probs_rows_are_copied_bit_for_bit),
-        cmocka_unit_test(test_empty_shapes),
+        cmocka_unit_test(test_zero_sizes_succeed_only_when_every_output_is_empty),
         cmocka_unit_test(test_every_path_and_thread_count_gives_the_same_bits),
         cmocka_unit_test(test_large_outputs_aligned_or_not_on_every_path),
         cmocka_unit_test(test_one_hot_g_reads_back_the_permuted_tokens),

@@ -24,6 +24,7 @@
 
 #include "call_family.h"
 #include "core/internal.h"
+#include "unpermute/unpermute.h"
 #include "naive.h"
 #include "naive_family.h"
 
@@ -334,7 +335,7 @@ static void test_thread_counts_1_to_3_give_the_same_bytes(void **state)
             moeperm_token_unpermute_get_workspace_size(tx, ti, tp, false, NULL, 0, to, &ws, &plan),
             MOEPERM_SUCCESS);
         memset(got, 0, sizeof(uint16_t) * T * H);
-        moeperm_unpermute_run(plan, threads);
+        moeperm_unpermute_run(plan->plan, threads);
         moeperm_executor_destroy(plan);
         expect_equal(4000 + threads, MOEPERM_BF16, want, got, T, H);
         if (threads == 1)

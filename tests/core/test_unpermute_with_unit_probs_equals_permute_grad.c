@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "call.h"
+#include "call_permute_grad.h"
 #include "call_family.h"
 #include "naive.h"
 

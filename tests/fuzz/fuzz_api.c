@@ -3,14 +3,14 @@
  *
  * The input picks a dtype, tokens, top_k, hidden, rows, the layout of each
  * of the three views (contiguous, padded rows, column-major, broadcast
- * rows, offsets) and, now and then, one way to break the call (a bad
- * dtype, a repeated or out-of-range index, a wrong shape, overlapping
- * memory, a NULL, padded_mode, a stream).  Every buffer is allocated to
+ * rows, offsets) and, now and then, one way to change the call (a bad
+ * dtype, a negative, repeated or dropped index, a wrong shape, overlapping
+ * memory, a NULL, padded_mode, a stream, more rows than slots).  Every buffer is allocated to
  * exactly the bytes its view spans, so AddressSanitizer sees any access
  * outside a view.
  *
  * The target keeps its own model of which calls are valid and checks:
- *  - a valid call succeeds and writes exactly tests/support/naive.c's result into
+ *  - a valid call succeeds and writes exactly tests/support/naive_permute_grad.c's result into
  *    the elements of out, and nothing into the gaps between them;
  *  - an invalid call fails with NULLPTR or PARAM_INVALID, sets a message,
  *    hands back no executor and leaves every byte of out untouched.
@@ -24,6 +24,7 @@
 #include <moeperm/moeperm.h>
 
 #include "naive.h"
+#include "naive_permute_grad.h"
 #include "fuzz_input.h"
 
 #define CHECK(cond, ...)                                                                     \
@@ -213,25 +214,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t pos = take16(&in) % entries;
         switch (take8(&in) % 5) {
         case 0:
-            perm[pos] = (int32_t)entries; /* one past the end */
+            perm[pos] = (int32_t)entries; /* one past the end: a dropped slot */
             break;
         case 1:
             perm[pos] = -1 - (int32_t)(take8(&in) % 3);
+            indices_ok = false;
             break;
         case 2:
             perm[pos] = INT32_MIN;
+            indices_ok = false;
             break;
         case 3:
-            perm[pos] = INT32_MAX;
+            perm[pos] = INT32_MAX; /* a dropped slot */
             break;
-        default:
+        default: /* a row read twice */
             if (entries < 2)
                 perm[pos] = (int32_t)entries;
             else
                 perm[pos] = perm[(pos + 1 + take16(&in) % (entries - 1)) % entries];
             break;
         }
-        indices_ok = false;
     }
     for (int64_t i = 0; i < entries; i++)
         memcpy(ix.buf + at(&ix, i, 0) * 4, &perm[i], 4);
@@ -274,11 +276,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     moeperm_tensor_destroy(tix);
     moeperm_tensor_destroy(to);
 
-    /* The model: every rule of the header's contract, checked directly. */
-    bool args_ok = !null_arg && is_float_dtype(grad_dtype) && out_dtype == grad_dtype &&
-                 idx_dtype == MOEPERM_INT32 && top_k >= 1 && top_k <= MOEPERM_MAX_TOP_K &&
-                 !padded && g.ndim == 2 && rows <= entries && out_tokens * top_k == entries &&
-                 out_hidden == hidden && !overlap && indices_ok;
+    /* The model: every rule of the header's contract, checked directly.
+     * Past the NULLs and the dtypes an empty out is a call that does
+     * nothing; padded_mode is ignored, num_topk -1 means 1, rows may exceed
+     * the entries and indices may repeat or be dropped (>= rows), but not
+     * be negative. */
+    int64_t k_eff = top_k == -1 ? 1 : top_k;
+    bool out_empty = out_tokens == 0 || out_hidden == 0;
+    bool typed = !null_arg && is_float_dtype(grad_dtype) && out_dtype == grad_dtype &&
+                 idx_dtype == MOEPERM_INT32;
+    bool args_ok = typed && (out_empty || (k_eff >= 1 && k_eff <= MOEPERM_MAX_TOP_K &&
+                                           g.ndim == 2 && out_tokens == entries / k_eff &&
+                                           out_hidden == hidden && !overlap && indices_ok));
     bool valid = args_ok && null_stream, phase1_valid = args_ok;
     if (phase1_valid) {
         CHECK(status == MOEPERM_SUCCESS, "valid call refused with %s (breakage %d)",
@@ -301,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(moeperm_last_error()[0] != '\0', "a failure without a message");
     }
 
-    if (valid && plan) {
+    if (valid && plan && !out_empty) {
         CHECK(status == MOEPERM_SUCCESS, "run failed with %s", moeperm_status_name(status));
         /* Gather the views into the naive model's contiguous layout. */
         size_t e = g.elem;
@@ -312,7 +321,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t h = 0; h < hidden; h++)
                 memcpy(cg + (size_t)(r * hidden + h) * e, g.buf + at(&g, r, h) * e, e);
-        naive_permute_grad(dtype, cg, rows, hidden, perm, tokens, top_k, co);
+        naive_permute_grad(dtype, cg, rows, hidden, perm, tokens, k_eff, co);
         /* Every element of out holds the model's bits; every byte of the
          * buffer that is no element still holds what it held. */
         unsigned char *expect = malloc(out_bytes ? out_bytes : 1);

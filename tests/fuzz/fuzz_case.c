@@ -19,7 +19,7 @@
  * self-consistent (each tensor's size from its shape, equal to its file's)
  * and, the reader having put it to the operator's first phase, runs
  * through the reference without a refusal; small ones match the tests' own
- * models (naive.c, naive_family.c, naive_unpermute_grad.c).
+ * models (naive_permute_grad.c, naive_family.c, naive_unpermute_grad.c).
  */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
@@ -30,6 +30,7 @@
 #include <moeperm/golden.h>
 
 #include "naive.h"
+#include "naive_permute_grad.h"
 #include "naive_family.h"
 #include "naive_unpermute_grad.h"
 #include "golden/fileio.h"

@@ -20,6 +20,7 @@
 
 #include "golden/diagnose.h"
 #include "naive.h"
+#include "naive_permute_grad.h"
 
 typedef enum values { NORMAL, NEGZERO, SUBNORMAL, HUGE_VALUES, TIES, WITH_NAN, ORDER } values;
 

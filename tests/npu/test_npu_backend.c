@@ -294,25 +294,25 @@ static void test_case_the_reference_refuses_never_reaches_the_device(void **stat
 {
     (void)state;
     float out[6];
-    int32_t repeated[6] = {4, 0, 2, 5, 1, 0};
+    int32_t negative[6] = {4, 0, 2, 5, 1, -1};
     backend_problem p = hand_problem(MOEPERM_FLOAT, hand_grad, out);
     backend *b = open_npu();
     fake_acl_stats seen = *stats_get();
     char err[512] = "";
-    p.inputs[1].data = repeated;
+    p.inputs[1].data = negative;
     assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_BAD_INPUT);
-    if (!strstr(err, "sorted_indices[5] = 0 repeats sorted_indices[1]"))
+    if (!strstr(err, "sorted_indices[5] = -1 is negative"))
         fail_msg("message: %s", err);
     p.inputs[1].data = (void *)hand_indices;
-    p.padded_mode = true;
+    p.top_k = 0;
     assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_BAD_INPUT);
-    if (!strstr(err, "padded_mode = true"))
+    if (!strstr(err, "num_topk = 0"))
         fail_msg("message: %s", err);
     assert_int_equal(stats_get()->malloc_calls, seen.malloc_calls);
     assert_int_equal(stats_get()->memcpys, seen.memcpys);
     assert_int_equal(stats_get()->plans, seen.plans);
     /* and the backend still runs a good case afterwards */
-    p.padded_mode = false;
+    p.top_k = 3;
     assert_int_equal(backend_npu.run(b, &p, err, sizeof err), BACKEND_OK);
     backend_npu.close(b);
 }

@@ -548,8 +548,8 @@ static void test_empty_problems_bits_equal_cpu(void **state)
     build_unpermute(&pb, MOEPERM_FLOAT, MOEPERM_BF16, 3, 2, 0, 6); /* H = 0 */
     assert_npu_equals_cpu(&pb, "unpermute with hidden_size 0");
     problem_free(&pb);
-    build_unpermute_grad(&pb, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 3, 2, 0, 6);
-    assert_npu_equals_cpu(&pb, "unpermute grad with hidden_size 0");
+    build_unpermute_grad(&pb, MOEPERM_FLOAT16, MOEPERM_FLOAT16, 0, 2, 5, 0); /* no outputs */
+    assert_npu_equals_cpu(&pb, "unpermute grad with no tokens and no rows");
     problem_free(&pb);
 }
 
@@ -795,9 +795,9 @@ static void test_a_problem_the_reference_refuses_is_bad_input_before_any_device_
     build_unpermute(&pb, MOEPERM_FLOAT, MOEPERM_FLOAT, 3, 2, 4, 5);
     give_restore_shape(&pb, 3, 4);
     int32_t *ix = pb.p.inputs[1].data;
-    ix[4] = ix[1];
-    assert_bad_input_before_any_device_call(&pb, (const char *[2]){"sorted_indices[", "repeats"},
-                                            "unpermute repeated index");
+    ix[4] = -2;
+    assert_bad_input_before_any_device_call(&pb, (const char *[2]){"sorted_indices[4]", "negative"},
+                                            "unpermute negative index");
     problem_free(&pb);
 
     build_unpermute_grad(&pb, MOEPERM_BF16, MOEPERM_BF16, 3, 2, 4, 5);
@@ -808,9 +808,10 @@ static void test_a_problem_the_reference_refuses_is_bad_input_before_any_device_
     problem_free(&pb);
 
     build_unpermute_grad(&pb, MOEPERM_FLOAT, NO_PROBS, 3, 1, 4, 3);
-    ((int32_t *)pb.p.inputs[2].data)[0] = 3;
-    assert_bad_input_before_any_device_call(&pb, (const char *[2]){"sorted_indices[0]", "outside"},
-                                            "unpermute grad index past the end");
+    ((int32_t *)pb.p.inputs[2].data)[0] = ((int32_t *)pb.p.inputs[2].data)[1];
+    assert_bad_input_before_any_device_call(&pb, (const char *[2]){"sorted_indices[0]",
+                                                                    "both name row"},
+                                            "unpermute grad row written twice");
     problem_free(&pb);
 
     build_unpermute_grad(&pb, MOEPERM_FLOAT, MOEPERM_FLOAT, 3, 2, 4, 5);

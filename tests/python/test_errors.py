@@ -19,45 +19,65 @@ def refused(match, grad=GRAD, idx=IDX, top_k=2, padded_mode=False, out_shape=(4,
     return info.value
 
 
-def test_index_out_of_range_names_position_value_and_range():
-    e = refused(r"^sorted_indices\[5\] = 8 is outside \[0, 7\]$",
-                idx=np.array([0, 1, 2, 3, 4, 8, 6, 7], dtype=np.int32))
+UNDETERMINED = r"^the device's result is undetermined: "
+
+
+def test_negative_index_names_position_and_value():
+    e = refused(UNDETERMINED + r"sorted_indices\[5\] = -1 is negative: the kernel would address "
+                r"row -1 of permuted_output_grad, outside the tensor$",
+                idx=np.array([0, 1, 2, 3, 4, -1, 6, 7], dtype=np.int32))
     assert e.status == 161002 and e.status_name == "MOEPERM_ERR_PARAM_INVALID"
     assert isinstance(e, ValueError)
 
 
-def test_repeated_index_names_both_positions():
-    refused(r"^sorted_indices\[4\] = 1 repeats sorted_indices\[1\]$",
-            idx=np.array([0, 1, 2, 3, 1, 5, 6, 7], dtype=np.int32))
+def test_repeated_and_dropped_indices_are_summed_as_the_device_sums_them():
+    # row 1 read twice, rows 8 and 9 beyond the 8 rows: dropped slots
+    grad = np.arange(24, dtype=np.float32).reshape(8, 3)
+    idx = np.array([0, 1, 2, 1, 8, 5, 9, 7], dtype=np.int32)
+    got = moeperm.moe_token_permute_grad(grad, idx, 2)
+    want = np.stack([grad[0] + grad[1], grad[2] + grad[1], grad[5], grad[7]])
+    assert (got == want).all()
 
 
-@pytest.mark.parametrize("top_k", [0, -3, 513, 1 << 70])
-def test_top_k_outside_its_range_is_refused_with_the_value(top_k):
-    e = refused(r"^num_topk = %d is outside \[1, 512\]$" % top_k, top_k=top_k, out_shape=(0, 3))
+@pytest.mark.parametrize("top_k", [0, -3, 513])
+def test_top_k_without_a_determined_result_is_refused_with_the_value(top_k):
+    e = refused(UNDETERMINED + r"num_topk = %d" % top_k, top_k=top_k)
     assert e.status == 161002
 
 
-def test_padded_mode_true_is_refused():
-    refused(r"^padded_mode = true is not supported; only false is$", padded_mode=True)
+def test_top_k_beyond_int64_is_refused_with_the_value():
+    refused(r"^num_topk = %d is outside \[1, 512\]$" % (1 << 70), top_k=1 << 70, out_shape=(0, 3))
 
 
-def test_count_not_a_multiple_of_top_k_is_refused():
-    refused(r"^sorted_indices has 8 entries, not a multiple of num_topk = 3$", top_k=3,
-            out_shape=(2, 3))
+def test_top_k_minus_one_means_one():
+    got = moeperm.moe_token_permute_grad(GRAD, IDX, -1)
+    assert got.shape == (8, 3) and (got == GRAD).all()
+
+
+def test_padded_mode_true_is_ignored():
+    assert (moeperm.moe_token_permute_grad(GRAD, IDX, 2, True) ==
+            moeperm.moe_token_permute_grad(GRAD, IDX, 2, False)).all()
+
+
+def test_count_not_a_multiple_of_top_k_leaves_the_last_entries_unread():
+    grad = np.arange(24, dtype=np.float32).reshape(8, 3)
+    got = moeperm.moe_token_permute_grad(grad, IDX, 3)
+    assert (got == np.stack([grad[0:3].sum(0), grad[3:6].sum(0)])).all()
 
 
 def test_out_of_the_wrong_shape_is_refused():
-    refused(r"^out shape is \[3, 3\], expected \[4, 3\]", out_shape=(3, 3))
+    refused(UNDETERMINED + r"out shape is \[3, 3\], expected \[4, 3\]", out_shape=(3, 3))
 
 
-def test_more_rows_than_entries_is_refused():
-    refused(r"^permuted_output_grad has 9 rows, more than the 8 entries of sorted_indices$",
-            grad=np.ones((9, 3), dtype=np.float32))
+def test_more_rows_than_entries_are_accepted():
+    grad = np.ones((9, 3), dtype=np.float32)
+    assert (moeperm.moe_token_permute_grad(grad, IDX, 2) == 2.0).all()
 
 
 def test_out_overlapping_grad_is_refused_untouched():
     grad = np.ones((8, 3), dtype=np.float32)
-    with pytest.raises(moeperm.Error, match=r"^out overlaps permuted_output_grad in memory$"):
+    with pytest.raises(moeperm.Error, match=UNDETERMINED + r"out overlaps permuted_output_grad "
+                                            r"in memory$"):
         moeperm.moe_token_permute_grad(grad, IDX, 2, out=grad[:4])
     assert (grad == 1.0).all()
 
@@ -65,7 +85,7 @@ def test_out_overlapping_grad_is_refused_untouched():
 def test_int64_index_that_does_not_fit_int32_is_refused_with_the_value():
     idx = np.arange(8, dtype=np.int64)
     idx[6] = 1 << 40
-    e = refused(r"^sorted_indices\[6\] = 1099511627776 is outside \[0, 7\]$", idx=idx)
+    e = refused(r"^sorted_indices\[6\] = 1099511627776 does not fit in int32$", idx=idx)
     assert e.status == 161002
 
 
@@ -132,8 +152,9 @@ def test_lists_are_accepted_as_inputs():
 
 
 def test_error_repr_and_str():
-    e = refused(r"^padded_mode", padded_mode=True)
-    assert str(e) == "padded_mode = true is not supported; only false is"
+    e = refused(UNDETERMINED, idx=np.array([0, 1, 2, 3, 4, -1, 6, 7], dtype=np.int32))
+    assert str(e) == ("the device's result is undetermined: sorted_indices[5] = -1 is negative: "
+                      "the kernel would address row -1 of permuted_output_grad, outside the tensor")
     assert repr(e).startswith("moeperm.Error(MOEPERM_ERR_PARAM_INVALID, ")
 
 
@@ -143,13 +164,13 @@ def test_threads_each_get_their_own_error_sentence():
 
     def worker(t):
         idx = np.arange(8, dtype=np.int32)
-        idx[3] = 100 + t
+        idx[3] = -100 - t
         for _ in range(200):
             try:
                 moeperm.moe_token_permute_grad(GRAD, idx, 2)
                 failures.append("thread %d: no error" % t)
             except moeperm.Error as e:
-                if str(e) != "sorted_indices[3] = %d is outside [0, 7]" % (100 + t):
+                if "sorted_indices[3] = %d is negative" % (-100 - t) not in str(e):
                     failures.append("thread %d: %s" % (t, e))
             moeperm.moe_token_permute_grad(GRAD, IDX, 2)
 

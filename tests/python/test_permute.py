@@ -95,21 +95,25 @@ def test_strided_tokens_and_indices_give_the_contiguous_result(make_view):
 
 def test_id_out_of_range_is_refused_with_the_library_sentence():
     ids = np.array([[1, 0], [2, 1], [0, 3], [3, -2]], np.int32)
-    with pytest.raises(moeperm.Error, match=r"^indices\[3\]\[1\] = -2 is outside \[0, 16777214\] "
+    with pytest.raises(moeperm.Error, match=r"^the device's result is undetermined: "
+                                            r"indices\[3\]\[1\] = -2 is outside \[0, 16777214\] "
                                             r"and is not the int32 minimum or maximum") as info:
         moeperm.moe_token_permute(np.ones((4, 3), np.float32), ids)
     assert info.value.status == 161002 and isinstance(info.value, ValueError)
 
 
-def test_rows_of_indices_other_than_tokens_are_refused():
-    with pytest.raises(moeperm.Error, match=r"^indices has 5 rows but tokens has 4"):
+def test_rows_of_indices_other_than_tokens_are_refused_as_the_device_tiling_does():
+    with pytest.raises(moeperm.Error, match=r"^the device refuses indices with 5 rows beside "
+                                            r"tokens with 4") as info:
         moeperm.moe_token_permute(np.ones((4, 3), np.float32), np.zeros((5, 2), np.int32))
+    assert info.value.status == 561002 and isinstance(info.value, ValueError)
 
 
-def test_padded_mode_true_is_refused():
-    with pytest.raises(moeperm.Error, match=r"^padded_mode = true is not supported"):
+def test_padded_mode_true_is_refused_as_the_device_tiling_does():
+    with pytest.raises(moeperm.Error, match=r"^the device refuses padded_mode = true") as info:
         moeperm.moe_token_permute(np.ones((4, 3), np.float32), np.zeros((4, 2), np.int32),
                                   padded_mode=True)
+    assert info.value.status_name == "MOEPERM_ERR_INNER_TILING_ERROR"
 
 
 def test_misuse_is_a_type_or_value_error_naming_the_argument():
@@ -149,7 +153,7 @@ def test_out_pair_is_written_in_place_and_returned():
 def test_refused_call_leaves_out_untouched():
     permuted = np.full((8, 3), 5.0, np.float32)
     sorted_indices = np.full(8, 9, np.int32)
-    with pytest.raises(moeperm.Error, match=r"^indices\[3\]\[1\] = -2 is outside"):
+    with pytest.raises(moeperm.Error, match=r"indices\[3\]\[1\] = -2 is outside"):
         moeperm.moe_token_permute(np.ones((4, 3), np.float32),
                                   np.array([[1, 0], [2, 1], [0, 3], [3, -2]], np.int32),
                                   out=(permuted, sorted_indices))

@@ -1,6 +1,6 @@
 /*
- * naive.c - an independent model of the conversions and the operator, for
- * tests only (see naive.h).  Rounding is done in double, where every
+ * naive.c - an independent model of the conversions, and the helpers every
+ * model and test shares, for tests only (see naive.h).  Rounding is done in double, where every
  * binary32 value and every rounding candidate is exact, with nearbyint()
  * in the default round-to-nearest-even mode.
  */
@@ -104,7 +104,7 @@ size_t naive_size(moeperm_dtype dtype)
     return dtype == MOEPERM_FLOAT ? 4 : 2;
 }
 
-static float naive_load(moeperm_dtype dtype, const void *base, int64_t i)
+float naive_load(moeperm_dtype dtype, const void *base, int64_t i)
 {
     if (dtype == MOEPERM_FLOAT)
         return ((const float *)base)[i];
@@ -112,40 +112,25 @@ static float naive_load(moeperm_dtype dtype, const void *base, int64_t i)
     return dtype == MOEPERM_BF16 ? naive_bf16_to_float(h) : naive_fp16_to_float(h);
 }
 
-void naive_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows, int64_t hidden,
-                        const int32_t *indices, int64_t tokens, int64_t top_k, void *out)
-{
-    for (int64_t t = 0; t < tokens; t++) {
-        for (int64_t h = 0; h < hidden; h++) {
-            /* volatile: one binary32 rounding per addition, whatever the
-             * compiler would like to keep in registers. */
-            volatile float acc = 0.0f;
-            for (int64_t k = 0; k < top_k; k++) {
-                int32_t r = indices[t * top_k + k];
-                if (r >= rows)
-                    continue;
-                float x = naive_load(dtype, grad, (int64_t)r * hidden + h);
-                if (k == 0)
-                    acc = x;
-                else
-                    acc = acc + x;
-            }
-            int64_t o = t * hidden + h;
-            if (dtype == MOEPERM_FLOAT)
-                ((float *)out)[o] = acc;
-            else if (dtype == MOEPERM_BF16)
-                ((uint16_t *)out)[o] = naive_float_to_bf16(acc);
-            else
-                ((uint16_t *)out)[o] = naive_float_to_fp16(acc);
-        }
-    }
-}
-
 /* SplitMix64 as a sequence: the project's one copy of the generator is
  * the golden library's (prng.h); the tests draw their data from it too. */
 uint64_t naive_rand(uint64_t *state)
 {
     return prng_mix64(*state += PRNG_GAMMA);
+}
+
+void naive_fill_ordinary(uint64_t *state, moeperm_dtype dtype, void *buf, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)naive_rand(state);
+        uint32_t f = (bits & 0x807fffffu) | (0x3a000000u + ((bits >> 23) & 7u) * 0x00800000u);
+        if (dtype == MOEPERM_FLOAT)
+            ((uint32_t *)buf)[i] = f;
+        else if (dtype == MOEPERM_BF16)
+            ((uint16_t *)buf)[i] = (uint16_t)(f >> 16);
+        else
+            ((uint16_t *)buf)[i] = naive_float_to_fp16(naive_float(f));
+    }
 }
 
 void naive_permutation(uint64_t *state, int32_t *out, int64_t n)

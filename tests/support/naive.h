@@ -1,10 +1,10 @@
 /*
- * naive.h - the tests' own, independent model of docs/arithmetic.md.
+ * naive.h - the tests' own, independent conversions, and the helpers every
+ * model of the operators (naive_*.c) and every test shares.
  *
  * Nothing here calls libmoeperm: conversions round with double arithmetic
- * and nearbyint() instead of the library's integer tricks, and the operator
- * is the plain triple loop of the spec.  Tests compare the library against
- * this, never against itself.
+ * and nearbyint() instead of the library's integer tricks.  Tests compare
+ * the library against these, never against itself.
  */
 #ifndef MOEPERM_TEST_NAIVE_H
 #define MOEPERM_TEST_NAIVE_H
@@ -18,9 +18,9 @@ float naive_fp16_to_float(uint16_t bits);
 uint16_t naive_float_to_bf16(float value);
 uint16_t naive_float_to_fp16(float value);
 
-/* out[t, h] as docs/arithmetic.md defines it, over contiguous row-major buffers. */
-void naive_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows, int64_t hidden,
-                        const int32_t *indices, int64_t tokens, int64_t top_k, void *out);
+/* Element i of a contiguous buffer of dtype (FLOAT, FLOAT16, BF16), widened
+ * with the conversions above. */
+float naive_load(moeperm_dtype dtype, const void *base, int64_t i);
 
 /* SplitMix64: seeded, reproducible test data. */
 uint64_t naive_rand(uint64_t *state);
@@ -28,6 +28,11 @@ uint64_t naive_rand(uint64_t *state);
 /* bits of a float */
 uint32_t naive_bits(float value);
 float naive_float(uint32_t bits);
+
+/* n ordinary values of dtype, seeded: both signs, magnitudes in
+ * [2^-11, 2^-3), so that sums of a few hundred stay far from overflow but
+ * their order shows in the bits. */
+void naive_fill_ordinary(uint64_t *state, moeperm_dtype dtype, void *buf, int64_t n);
 
 /* Random permutation of 0..n-1 (Fisher-Yates). */
 void naive_permutation(uint64_t *state, int32_t *out, int64_t n);

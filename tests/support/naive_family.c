@@ -42,14 +42,6 @@ void naive_permute(size_t size, const void *tokens, int64_t tokens_num, int64_t 
     }
 }
 
-float naive_family_load(moeperm_dtype dtype, const void *base, int64_t i)
-{
-    if (dtype == MOEPERM_FLOAT)
-        return ((const float *)base)[i];
-    uint16_t h = ((const uint16_t *)base)[i];
-    return dtype == MOEPERM_BF16 ? naive_bf16_to_float(h) : naive_fp16_to_float(h);
-}
-
 static void store(moeperm_dtype dtype, void *base, int64_t i, float value)
 {
     if (dtype == MOEPERM_FLOAT)
@@ -72,10 +64,10 @@ void naive_unpermute(moeperm_dtype dtype, const void *permuted_tokens, int64_t r
                 int32_t row = sorted_indices[n * top_k + k];
                 if (row >= rows)
                     continue; /* a dropped slot */
-                float x = naive_family_load(dtype, permuted_tokens, (int64_t)row * hidden + h);
+                float x = naive_load(dtype, permuted_tokens, (int64_t)row * hidden + h);
                 volatile float term = x;
                 if (probs) {
-                    float p = naive_family_load(probs_dtype, probs, n * top_k + k);
+                    float p = naive_load(probs_dtype, probs, n * top_k + k);
                     if (p == 0.0f)
                         continue; /* +0 and -0 both leave the slot out */
                     term = x * p;

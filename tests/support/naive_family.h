@@ -38,8 +38,4 @@ void naive_unpermute(moeperm_dtype dtype, const void *permuted_tokens, int64_t r
                      int64_t hidden, const int32_t *sorted_indices, int64_t tokens_num,
                      int64_t top_k, moeperm_dtype probs_dtype, const void *probs, void *out);
 
-/* Element i of a contiguous float buffer of dtype (FLOAT, FLOAT16, BF16),
- * widened with naive.c's conversions. */
-float naive_family_load(moeperm_dtype dtype, const void *base, int64_t i);
-
 #endif

@@ -3,7 +3,7 @@
  * aclnn phases of MoeTokenPermuteGrad, MoeTokenPermute, MoeTokenUnpermute
  * and MoeTokenUnpermuteGrad.
  *
- * The arithmetic is the tests' own naive models (tests/support/naive.c,
+ * The arithmetic is the tests' own naive models (tests/support/naive_permute_grad.c,
  * naive_family.c, naive_unpermute_grad.c), never libmoeperm, so `moeperm
  * check --backend npu` against the fake compares two implementations
  * written apart.  The planning phase is stricter than the vendor's: it
@@ -38,6 +38,7 @@
 
 #include "fake_acl.h"
 #include "naive.h"
+#include "naive_permute_grad.h"
 #include "naive_family.h"
 #include "naive_unpermute_grad.h"
 

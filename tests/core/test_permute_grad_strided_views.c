@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "call.h"
+#include "call_permute_grad.h"
 #include "naive.h"
 
 static uint32_t element(const void *base, size_t es, int64_t i)

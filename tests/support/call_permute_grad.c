@@ -1,5 +1,5 @@
-/* call.c - see call.h. */
-#include "call.h"
+/* call_permute_grad.c - see call_permute_grad.h. */
+#include "call_permute_grad.h"
 
 moeperm_status call_permute_grad(moeperm_dtype dtype, const void *grad, int64_t rows,
                                  int64_t hidden, const int32_t *indices, int64_t tokens,

@@ -1,10 +1,10 @@
 /*
- * call.h - the tests' one way of calling the operator through the public
- * two-phase API on contiguous buffers, so each test file states only what
- * it checks.
+ * call_permute_grad.h - the tests' one way of calling MoeTokenPermuteGrad
+ * through the public two-phase API on contiguous buffers, so each test
+ * file states only what it checks.
  */
-#ifndef MOEPERM_TEST_CALL_H
-#define MOEPERM_TEST_CALL_H
+#ifndef MOEPERM_TEST_CALL_PERMUTE_GRAD_H
+#define MOEPERM_TEST_CALL_PERMUTE_GRAD_H
 
 #include <moeperm/moeperm.h>
 

@@ -1,5 +1,5 @@
 /*
- * test_sizes_above_2_31.c - the operator on a permuted_output_grad of more
+ * test_permute_grad_sizes_above_2_31.c - the operator on a permuted_output_grad of more
  * than 2^31 elements (slow suite; about 5.4 GB of memory).
  *
  * 65536 rows x 32776 columns of bf16 is 2^31 + 2^21 elements (4.3 GB): the
@@ -26,8 +26,9 @@
 #include <omp.h>
 #endif
 
-#include "call.h"
+#include "call_permute_grad.h"
 #include "naive.h"
+#include "naive_permute_grad.h"
 
 #define TOKENS INT64_C(8192)
 #define TOP_K INT64_C(8)

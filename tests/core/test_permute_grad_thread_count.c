@@ -18,9 +18,10 @@
 #include <omp.h>
 #endif
 
-#include "call.h"
-#include "core/kernel.h"
+#include "call_permute_grad.h"
+#include "permute_grad/permute_grad.h"
 #include "naive.h"
+#include "naive_permute_grad.h"
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
 #include <xmmintrin.h>
@@ -118,7 +119,8 @@ static int team_for(moeperm_dtype dtype, void *grad, int64_t rows, int64_t hidde
     moeperm_executor *plan = NULL;
     assert_int_equal(
         moeperm_token_permute_grad_get_workspace_size(g, ix, top_k, false, o, &ws, &plan), 0);
-    int team = moeperm_kernel_threads(plan, 3);
+    int team =
+        moeperm_sum_threads(&((const struct moeperm_permute_grad_plan *)plan->plan)->sum, 3);
     moeperm_executor_destroy(plan);
     moeperm_tensor_destroy(g);
     moeperm_tensor_destroy(ix);
