@@ -453,8 +453,9 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
                         acc[k] = acc[k] + moeperm_ug_dropped_chunk(special);
                 }
             for (int64_t i = 0; i < count; i++) {
-                /* the next row: this chunk's next slot, the next chunk's
-                 * first, or the next token's first with its g */
+                /* the next row: this chunk's next slot, or the next
+                 * chunk's first with its g, or the next token's first
+                 * with its g */
                 ug_ahead ahead = {NULL, NULL, 0, 0};
                 if (i + 1 < count) {
                     ahead.row = c->tokens + (row[i + 1] * c->tokens_s0 + c0) * size;
@@ -462,12 +463,13 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
                 } else if (q + 1 < c->loops) {
                     int64_t next_len = q + 2 == c->loops ? c->tail : c->chunk;
                     ahead.row = c->tokens + (row[0] * c->tokens_s0 + c0 + c->chunk) * size;
-                    ahead.row_bytes = next_len * size;
+                    ahead.g = c->grad + (n * c->grad_s0 + c0 + c->chunk) * size;
+                    ahead.row_bytes = ahead.g_bytes = next_len * size;
                 } else if (n + 1 < end) {
                     ahead.row = ug_first_row(c, n + 1);
-                    ahead.row_bytes = ahead.row ? (c->loops == 1 ? c->tail : c->chunk) * size : 0;
                     ahead.g = c->grad + (n + 1) * c->grad_s0 * size;
-                    ahead.g_bytes = ahead.row_bytes;
+                    ahead.g_bytes = (c->loops == 1 ? c->tail : c->chunk) * size;
+                    ahead.row_bytes = ahead.row ? ahead.g_bytes : 0;
                 }
                 const char *in = c->tokens + (row[i] * c->tokens_s0 + c0) * size;
                 char *out = c->tokens_grad + (row[i] * c->tokens_grad_s0 + c0) * size;

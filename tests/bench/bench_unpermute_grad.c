@@ -3,14 +3,17 @@
  * it moves, in one process, repetitions interleaved.
  *
  *   bench_unpermute_grad [--probs same|float32|float16|bf16] [--experts E]
- *                        [--values normal|uniform]
+ *                        [--values normal|uniform|subnormal]
  *                        [tokens_num top_k hidden_size reps [only]]
  *
  * (default 4096 8 4096 5), for every tokens dtype with probs of the same
  * dtype (--probs: of that dtype for every tokens dtype), and bf16 without
  * probs; `only` (bf16, float16, float32 or no-probs) runs one of them.
  * The inputs are gradient-like: normal values with mean 0 and deviation 1
- * (--values uniform: uniform in [-2, 2)), probs in (0, 1), and a routing
+ * (--values uniform: uniform in [-2, 2); --values subnormal: the permuted
+ * tokens normal values times 2^-130, subnormal in float32 and bf16, which
+ * x86 multiplies and adds through microcode assists), probs in (0, 1), and
+ * a routing
  * of each token to top_k distinct experts of E = 64 (--experts 0: a
  * random permutation as sorted_indices, which scatters every row).  The
  * operator is counted as the bytes it must read and write:
@@ -62,11 +65,13 @@ static uint32_t next(void)
 
 /* A value drawn as --values says: normal (the sum of four uniforms,
  * scaled to deviation 1: no subnormal, no overflow), uniform in [-2, 2),
- * or for probs uniform in (0, 1). */
-enum values { NORMAL, UNIFORM, PROBS };
+ * subnormal (normal times 2^-130), or for probs uniform in (0, 1). */
+enum values { NORMAL, UNIFORM, SUBNORMAL, PROBS };
 
 static float draw(enum values kind)
 {
+    if (kind == SUBNORMAL)
+        return draw(NORMAL) * 0x1p-130f;
     if (kind == NORMAL) {
         float sum = 0.0f;
         for (int i = 0; i < 4; i++)
@@ -159,7 +164,8 @@ static int route(int32_t *indices, int64_t tokens_num, int64_t top_k, int64_t ex
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_unpermute_grad [--probs same|float32|float16|bf16] "
-                    "[--experts E] [--values normal|uniform] [tokens_num top_k hidden_size reps "
+                    "[--experts E] [--values normal|uniform|subnormal]\n"
+                    "                            [tokens_num top_k hidden_size reps "
                     "[bf16|float16|float32|no-probs]]\n");
     return 2;
 }
@@ -177,9 +183,12 @@ int main(int argc, char **argv)
             experts = atoll(argv[++i]);
         } else if (!strcmp(argv[i], "--values") && i + 1 < argc) {
             ++i;
-            if (strcmp(argv[i], "normal") && strcmp(argv[i], "uniform"))
+            values = !strcmp(argv[i], "normal")      ? NORMAL
+                     : !strcmp(argv[i], "uniform")   ? UNIFORM
+                     : !strcmp(argv[i], "subnormal") ? SUBNORMAL
+                                                     : PROBS;
+            if (values == PROBS)
                 return usage();
-            values = strcmp(argv[i], "normal") ? UNIFORM : NORMAL;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             return usage();
         } else {
@@ -220,7 +229,9 @@ int main(int argc, char **argv)
     int64_t slots = tokens_num * top_k, rows = slots;
     printf("N=%lld K=%lld H=%lld R=%lld threads=%d reps=%d probs=%s values=%s experts=%lld\n",
            (long long)tokens_num, (long long)top_k, (long long)hidden, (long long)rows, threads,
-           reps, probs_name, values == NORMAL ? "normal" : "uniform", (long long)experts);
+           reps, probs_name,
+           values == NORMAL ? "normal" : values == UNIFORM ? "uniform" : "subnormal",
+           (long long)experts);
     struct {
         moeperm_dtype dtype;
         bool probs;
@@ -253,7 +264,7 @@ int main(int argc, char **argv)
             return 1;
         }
         fill(dtype, tokens, (size_t)(n_rows * hidden), values);
-        fill(dtype, grad, (size_t)(tokens_num * hidden), values);
+        fill(dtype, grad, (size_t)(tokens_num * hidden), values == SUBNORMAL ? NORMAL : values);
         fill(probs_dtype, probs, (size_t)n_slots, PROBS);
         memset(tokens_grad, 0, (size_t)(n_rows * hidden) * size);
         if (route(indices, tokens_num, k, with_probs ? experts : 0))
