@@ -37,10 +37,12 @@
 enum { UG_STORE, UG_FOLD, UG_PAIR, UG_TREE3, UG_FOLD3 };
 
 /* What to prefetch while a row is worked on: the bytes of the next row and
- * of the next token's g at the same column. */
+ * of the next token's g, `scale` bytes of them for each byte of the row
+ * worked on (more than 1 when they are longer: the last, short chunk of a
+ * row cut in two before the next token's first). */
 typedef struct ug_ahead {
     const char *row, *g;
-    int64_t row_bytes, g_bytes;
+    int64_t row_bytes, g_bytes, scale;
 } ug_ahead;
 
 /*
@@ -116,11 +118,11 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_narrow_masked(moeperm_dtype dtype
 }
 #endif
 
-/* Prefetches the bytes [from, from + bytes) of the rows ahead, a line at a
- * time (bytes a constant: the loop unrolls). */
+/* Prefetches the lines of the rows ahead that go with bytes
+ * [from, from + bytes) of the row worked on. */
 static MOEPERM_FORCE_INLINE void ug_prefetch(const ug_ahead *ahead, int64_t from, int64_t bytes)
 {
-    for (int64_t b = from; b < from + bytes; b += 64) {
+    for (int64_t b = from * ahead->scale; b < (from + bytes) * ahead->scale; b += 64) {
         if (b < ahead->row_bytes)
             _mm_prefetch(ahead->row + b, _MM_HINT_T1);
         if (b < ahead->g_bytes)
@@ -179,12 +181,12 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES vec_t ug_levels3(bool split, const vec_t 
  * a tree mode), all from the same first column; stream is a narrowing's
  * (0, 1, or STREAM_ALIGNED when out is 64-byte aligned); finite says
  * g * p is never a NaN.  Each step of the loop prefetches the bytes of the
- * rows ahead at its own offset.
+ * rows ahead that go with its own, base bytes into the chunk.
  */
 static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mode, bool finite,
                                                     int stream, const char *in, const float *g,
                                                     float p, char *out, float *dst, int64_t n,
-                                                    const ug_ahead *ahead)
+                                                    const ug_ahead *ahead, int64_t base)
 {
     const bool split = ug_split(dtype, mode);
     const int64_t cols = 2 * VL, size = dtype == MOEPERM_FLOAT ? 4 : 2;
@@ -193,7 +195,7 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
     if (mode == UG_TREE3) {
         for (; j + 4 * cols <= n; j += 4 * cols) {
             vec_t x[8];
-            ug_prefetch(ahead, j * size, 4 * cols * size);
+            ug_prefetch(ahead, base + j * size, 4 * cols * size);
             ug_steps4(dtype, split, finite, in, g, factor, out, j, stream, x);
             vstoreu(dst + j / 8, ug_levels3(split, x));
         }
@@ -203,10 +205,10 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
         const int64_t t = ug_target(n);
         for (; j < t; j += 4 * cols) {
             vec_t x[8], y[8];
-            ug_prefetch(ahead, j * size, 4 * cols * size);
+            ug_prefetch(ahead, base + j * size, 4 * cols * size);
             ug_steps4(dtype, split, finite, in, g, factor, out, j, stream, x);
             if (j + t < n) {
-                ug_prefetch(ahead, (j + t) * size, 4 * cols * size);
+                ug_prefetch(ahead, base + (j + t) * size, 4 * cols * size);
                 ug_steps4(dtype, split, finite, in, g, factor, out, j + t, stream, y);
                 for (int s = 0; s < 8; s++)
                     x[s] = vadd(x[s], y[s]);
@@ -217,7 +219,7 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
     }
     for (; j + cols <= n; j += cols) {
         vec_t x0, x1;
-        ug_prefetch(ahead, j * size, cols * size);
+        ug_prefetch(ahead, base + j * size, cols * size);
         ug_step(dtype, split, finite, in, g, factor, out, j, stream, &x0, &x1);
         if (mode == UG_PAIR) {
             vstoreu(dst + j / 2, ug_level(split, x0, x1));
@@ -235,7 +237,7 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass(moeperm_dtype dtype, int mod
      * by p, which may be infinite): no exception flag the columns
      * themselves would not raise. */
     if (j < n) {
-        ug_prefetch(ahead, j * size, cols * size);
+        ug_prefetch(ahead, base + j * size, cols * size);
         mask_t mask = (mask_t)((UINT64_C(1) << (n - j)) - 1);
         vec_t x0, x1, g0, g1;
         widen_masked_f32(g + j, mask, &g0, &g1);
@@ -269,19 +271,19 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_pass_out(moeperm_dtype dtype, int
                                                         bool stream, const char *in,
                                                         const float *g, float p, char *out,
                                                         float *dst, int64_t n,
-                                                        const ug_ahead *ahead)
+                                                        const ug_ahead *ahead, int64_t base)
 {
     int how = !stream ? 0 : ((uintptr_t)out & 63u) == 0 ? STREAM_ALIGNED : 1;
     if (dtype == MOEPERM_BF16 && finite) {
         if (how == STREAM_ALIGNED)
-            ug_pass(dtype, mode, true, STREAM_ALIGNED, in, g, p, out, dst, n, ahead);
+            ug_pass(dtype, mode, true, STREAM_ALIGNED, in, g, p, out, dst, n, ahead, base);
         else
-            ug_pass(dtype, mode, true, how, in, g, p, out, dst, n, ahead);
+            ug_pass(dtype, mode, true, how, in, g, p, out, dst, n, ahead, base);
     } else {
         if (how == STREAM_ALIGNED)
-            ug_pass(dtype, mode, false, STREAM_ALIGNED, in, g, p, out, dst, n, ahead);
+            ug_pass(dtype, mode, false, STREAM_ALIGNED, in, g, p, out, dst, n, ahead, base);
         else
-            ug_pass(dtype, mode, false, how, in, g, p, out, dst, n, ahead);
+            ug_pass(dtype, mode, false, how, in, g, p, out, dst, n, ahead, base);
     }
 }
 
@@ -334,29 +336,26 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES float ug_row(moeperm_dtype dtype, bool fi
                                                     const ug_ahead *ahead)
 {
     if (len < 64) {
-        ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, len, ahead);
+        ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, len, ahead, 0);
         return ug_pairwise(x, tmp, len);
     }
     int mode = ug_mode(len);
     if (mode == UG_TREE3) { /* len is T, a power of two */
-        ug_pass_out(dtype, UG_TREE3, finite, stream, in, g, p, out, x, len, ahead);
+        ug_pass_out(dtype, UG_TREE3, finite, stream, in, g, p, out, x, len, ahead, 0);
         return ug_vtree(x, len / 8);
     }
     if (mode == UG_FOLD3) {
-        ug_pass_out(dtype, UG_FOLD3, finite, stream, in, g, p, out, x, len, ahead);
+        ug_pass_out(dtype, UG_FOLD3, finite, stream, in, g, p, out, x, len, ahead, 0);
         return ug_vtree(x, ug_target(len) / 8);
     }
     if (mode == UG_PAIR) {
-        ug_pass_out(dtype, UG_PAIR, finite, stream, in, g, p, out, x, len, ahead);
+        ug_pass_out(dtype, UG_PAIR, finite, stream, in, g, p, out, x, len, ahead, 0);
         return ug_vtree(x, len / 2);
     }
     const int64_t size = dtype == MOEPERM_FLOAT ? 4 : 2, d = ug_first_fold(len);
-    ug_ahead rest = {ahead->row ? ahead->row + d * size : NULL,
-                     ahead->g ? ahead->g + d * size : NULL, ahead->row_bytes - d * size,
-                     ahead->g_bytes - d * size};
-    ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, d, ahead);
+    ug_pass_out(dtype, UG_STORE, finite, stream, in, g, p, out, x, d, ahead, 0);
     ug_pass_out(dtype, UG_FOLD, finite, stream, in + d * size, g + d, p, out + d * size, x,
-                len - d, &rest);
+                len - d, ahead, d * size);
     /* the rest of ug_reduce_folded() */
     int64_t target = ug_target(len), total = d;
     while (total > 2 * target) {
@@ -456,7 +455,7 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
                 /* the next row: this chunk's next slot, or the next
                  * chunk's first with its g, or the next token's first
                  * with its g */
-                ug_ahead ahead = {NULL, NULL, 0, 0};
+                ug_ahead ahead = {NULL, NULL, 0, 0, 1};
                 if (i + 1 < count) {
                     ahead.row = c->tokens + (row[i + 1] * c->tokens_s0 + c0) * size;
                     ahead.row_bytes = len * size;
@@ -471,6 +470,8 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void ug_range(moeperm_dtype dtype, const 
                     ahead.g_bytes = (c->loops == 1 ? c->tail : c->chunk) * size;
                     ahead.row_bytes = ahead.row ? ahead.g_bytes : 0;
                 }
+                int64_t most = ahead.row_bytes > ahead.g_bytes ? ahead.row_bytes : ahead.g_bytes;
+                ahead.scale = most > len * size ? (most + len * size - 1) / (len * size) : 1;
                 const char *in = c->tokens + (row[i] * c->tokens_s0 + c0) * size;
                 char *out = c->tokens_grad + (row[i] * c->tokens_grad_s0 + c0) * size;
                 /* g * p is a NaN only from a NaN operand or 0 * inf */
