@@ -3,16 +3,18 @@
  * instruction set.
  *
  * Every vector loop of libmoeperm is written once, in a template
- * (permute_grad_template.h: MoeTokenPermuteGrad's and MoeTokenUnpermute's
- * sums; unpermute_grad_template.h: MoeTokenUnpermuteGrad's rows;
- * copy_template.h: the non-temporal row copy of MoeTokenPermute), over
- * the primitives of one instruction set (vec_avx2.h: AVX2 + F16C;
- * vec_avx512.h: AVX-512 F, BW and VL).  isa_template.h puts them
- * together; avx2.c and avx512.c compile it once each, into the tables
- * moeperm_x86_avx2 and moeperm_x86_avx512.  An operator asks
- * moeperm_x86_kernels_for() for the table of the instruction set the
- * library's one choice resolved to (kernel.h), and runs its portable
- * loop when there is none.  The CPU is asked once, in cpu_features.c.
+ * (permute_grad_template.h: the sums of MoeTokenPermuteGrad and
+ * MoeTokenUnpermute; unpermute_grad_template.h: MoeTokenUnpermuteGrad's
+ * rows; copy_template.h: the non-temporal row copy of MoeTokenPermute and
+ * of MoeTokenUnpermuteGrad without probs), over the primitives of one
+ * instruction set (vec_avx2.h: AVX2 + F16C; vec_avx512.h: AVX-512 F, BW
+ * and VL).  isa_template.h puts them together; avx2.c and avx512.c compile
+ * it once each, into the tables moeperm_x86_avx2 and moeperm_x86_avx512.
+ * An operator asks moeperm_x86_kernels_for() for the table of the
+ * instruction set the library's one choice resolved to
+ * (moeperm_isa_resolve(), core/dispatch.h), and runs its portable loop
+ * when there is none.  The CPU is asked once, in cpu_features.c, by
+ * dispatch.c.
  *
  * Only included where core/dispatch.h defines MOEPERM_HAVE_X86_PATH (x86
  * with a GNU C compiler).
