@@ -113,7 +113,9 @@ MOEPERM_API const char *moeperm_status_name(moeperm_status status);
 /*
  * moeperm_last_error() returns a sentence describing the most recent failure
  * of a moeperm call made on the calling thread, naming the offending value,
- * for example "sorted_indices[17] = 4096 is outside [0, 4095]".  It returns
+ * for example "the device's result is undetermined: sorted_indices[17] =
+ * -1 is negative: the kernel would address row -1 of permuted_output_grad,
+ * outside the tensor".  It returns
  * "" when no call on this thread has failed yet.  A successful call does
  * not clear it.  The string belongs to the library and stays valid until
  * the next failing moeperm call on the same thread.  Thread-local.
@@ -163,27 +165,52 @@ MOEPERM_API void moeperm_tensor_destroy(moeperm_tensor *tensor);
 /* An opaque, single-use plan, like aclOpExecutor. */
 typedef struct moeperm_executor moeperm_executor;
 
-/* The largest top_k the operator accepts (as on Atlas A2/A3). */
+/* The largest top_k the operators accept: MoeTokenPermute's and
+ * MoeTokenUnpermuteGrad's tilings refuse more on Atlas A2/A3, and the
+ * vendor documents no more for the other two. */
 #define MOEPERM_MAX_TOP_K 512
+
+/*
+ * The input domain (docs/operators.md, "The input domain", has every rule
+ * with the vendor's file and line).  Each operator accepts every input on
+ * which the Atlas A2/A3 kernel's result is determined by its source, and
+ * gives that result; it refuses what the device refuses, with the device's
+ * status (MOEPERM_ERR_PARAM_NULLPTR for a NULL required tensor,
+ * MOEPERM_ERR_PARAM_INVALID for a dtype, MOEPERM_ERR_INNER_TILING_ERROR for
+ * what the device's tiling refuses), and what the device gives no
+ * determined result for (MOEPERM_ERR_PARAM_INVALID): a negative index, two
+ * writes of one row, a tensor read past its end.  moeperm_last_error()
+ * then begins "the device refuses" or "the device's result is
+ * undetermined:".  Common to all four: when every output has no elements
+ * (or, for an optional output, is NULL), the call succeeds and does
+ * nothing, after the NULL and dtype checks and before any other, as the
+ * device skips its tiling then.  In sorted_indices, an entry at or above
+ * the rows R of the permuted tensor is a dropped slot, and rows may be
+ * named by several slots (MoeTokenUnpermuteGrad excepted, which writes
+ * them).
+ */
 
 /*
  * moeperm_token_permute_grad_get_workspace_size() validates the arguments of
  * MoeTokenPermuteGrad and plans it, like
  * aclnnMoeTokenPermuteGradGetWorkspaceSize():
  *
- *   out[t, h] = sum over k = 0..num_topk-1 of
- *               permuted_output_grad[sorted_indices[t*num_topk + k], h]
+ *   out[t, h] = sum over k = 0..K-1 of
+ *               permuted_output_grad[sorted_indices[t*K + k], h]
  *
  * with the arithmetic of docs/arithmetic.md (fp32 accumulator started from
  * the first slot, slots added in k order, one round-to-nearest-even
- * narrowing; slots whose index is >= the rows of permuted_output_grad are
- * skipped).
+ * narrowing; slots whose index is >= R, the rows of permuted_output_grad,
+ * are dropped, and a sum with slot 0 dropped starts from +0.0).
  *
- * permuted_output_grad: [R, H], FLOAT, FLOAT16 or BF16.
- * sorted_indices: [N], INT32, a permutation of 0..N-1 with N = T*num_topk;
- *       R <= N.
- * num_topk: in [1, MOEPERM_MAX_TOP_K].
- * padded_mode: must be false.
+ * permuted_output_grad: [R, H], FLOAT, FLOAT16 or BF16; any R.
+ * sorted_indices: [L], INT32, every entry read non-negative; rows may
+ *       repeat, entries >= R are dropped slots.  T = floor(L / K) tokens
+ *       are summed; the last L mod K entries are never read.
+ * num_topk: K, in [1, MOEPERM_MAX_TOP_K], or -1, which means 1 (as the
+ *       device's tiling takes it); 0 and below -1 have no determined
+ *       result on the device and are refused.
+ * padded_mode: ignored, as the Atlas A2/A3 tiling ignores it.
  * out: [T, H], the dtype of permuted_output_grad; its elements must not
  *       overlap each other nor the inputs.
  * workspace_size: receives the workspace the run needs (0 on the CPU).
@@ -192,11 +219,11 @@ typedef struct moeperm_executor moeperm_executor;
  *       view must stay valid until the run.
  *
  * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tensor,
- * out-pointer or data pointer, MOEPERM_ERR_PARAM_INVALID for anything the
- * operator does not accept (every index is checked for range and
- * uniqueness), or MOEPERM_ERR_INNER when memory runs out.  On failure
- * *executor is set to NULL (when executor is not NULL), the memory of out is
- * untouched and moeperm_last_error() names the offending value.  Thread safe.
+ * out-pointer or data pointer, MOEPERM_ERR_PARAM_INVALID for anything
+ * outside the input domain above (every index read is checked), or
+ * MOEPERM_ERR_INNER when memory runs out.  On failure *executor is set to
+ * NULL (when executor is not NULL), the memory of out is untouched and
+ * moeperm_last_error() names the offending value.  Thread safe.
  */
 MOEPERM_API moeperm_status moeperm_token_permute_grad_get_workspace_size(
     const moeperm_tensor *permuted_output_grad, const moeperm_tensor *sorted_indices,
@@ -268,16 +295,25 @@ MOEPERM_API moeperm_status moeperm_executor_run(void *workspace, uint64_t worksp
  * same ids.  The copy moves bits unchanged, NaN payloads included; no
  * arithmetic is done (docs/operators.md).
  *
- * tokens: [N, H], FLOAT, FLOAT16, BF16 or INT8.
- * indices: [N, K] or [N] (then K = 1), INT32 or INT64; K in
- *       [1, MOEPERM_MAX_TOP_K] and N*K <= MOEPERM_MAX_EXPERT_ID.  Every id
+ * tokens: [N, ...] of rank 2 or more, FLOAT, FLOAT16, BF16 or INT8; a
+ *       token is the H elements of the dims after the first, in row-major
+ *       order (H = their product).
+ * indices: [N, K] or [N] (then K = 1), INT32 or INT64; K <=
+ *       MOEPERM_MAX_TOP_K and N*K <= MOEPERM_MAX_EXPERT_ID.  Every id
  *       lies in [0, MOEPERM_MAX_EXPERT_ID] or is exactly the minimum (sorts
- *       first) or the maximum (sorts last) of the index dtype.
+ *       first) or the maximum (sorts last) of the index dtype (the device's
+ *       binary32 sort keys order nothing else exactly).
  * num_out_tokens: any value, by the rule above.
- * padded_mode: must be false.
- * permute_tokens_out: [num_out, H], the dtype of tokens.
+ * padded_mode: must be false (the device's tiling refuses true).
+ * permute_tokens_out: [num_out, ...] of rank 2 or more whose dims after
+ *       the first multiply to H, the dtype of tokens.
  * sorted_indices_out: [N*K], INT32.  No two output elements may share
  *       memory, and neither output may overlap an input or the other output.
+ *
+ * The device's tiling refuses, with MOEPERM_ERR_INNER_TILING_ERROR, in its
+ * order: padded_mode = true, tokens of rank < 2, indices of a rank other
+ * than 1 or 2, indices whose rows are not N, K > MOEPERM_MAX_TOP_K, N*K >
+ * MOEPERM_MAX_EXPERT_ID, and outputs of another rank or shape.
  * workspace_size: receives the workspace the run needs (0 on the CPU).
  * executor: receives the plan, as for moeperm_token_permute_grad_get_
  *       workspace_size(): it copies the descriptors, not the memory.
@@ -285,7 +321,8 @@ MOEPERM_API moeperm_status moeperm_executor_run(void *workspace, uint64_t worksp
  * Views may be strided (any non-negative strides).  Returns
  * MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tensor or
  * out-pointer or a NULL data pointer with elements, MOEPERM_ERR_PARAM_INVALID
- * for anything the operator does not accept (every id is checked), or
+ * for a dtype or an id outside the set above (every id is checked),
+ * MOEPERM_ERR_INNER_TILING_ERROR for what the device's tiling refuses, or
  * MOEPERM_ERR_INNER when memory runs out.  On failure *executor is set to
  * NULL (when executor is not NULL), the outputs' memory is untouched and
  * moeperm_last_error() names the offending value.  Thread safe.
@@ -336,26 +373,26 @@ MOEPERM_API moeperm_status moeperm_token_permute(void *workspace, uint64_t works
  * multiplied: the result has the bits of moeperm_token_permute_grad() with
  * num_topk = 1.
  *
- * permuted_tokens: [R, H], FLOAT, FLOAT16 or BF16; R <= N*K.
- * sorted_indices: [N*K], INT32, a permutation of 0..N*K-1 (rows >= R are
- *       dropped slots).
+ * permuted_tokens: [R, H], FLOAT, FLOAT16 or BF16; any R.
+ * sorted_indices: [L], INT32, L >= N*K (the first N*K entries are read, the
+ *       rest never), every entry read non-negative; rows may repeat,
+ *       entries >= R are dropped slots.
  * probs: [N, K], FLOAT, FLOAT16 or BF16 (independent of the tokens' dtype),
- *       K in [1, MOEPERM_MAX_TOP_K]; or NULL for none (then K = 1).
- * padded_mode: must be false.
- * restore_shape, restore_shape_len: the vendor's optional restoreShape;
- *       NULL and 0 for none.  It only means something in padded mode, which
- *       is refused, so it is accepted and ignored (the Atlas A2/A3 host code
- *       never reads it either).
+ *       K in [1, MOEPERM_MAX_TOP_K] (with K = 0 the device's kernel reads a
+ *       slot no token has); or NULL for none (then K = 1 and N = L).
+ * padded_mode: ignored, as the Atlas A2/A3 host code ignores it.
+ * restore_shape, restore_shape_len: the vendor's optional restoreShape,
+ *       never read (nor dereferenced), as on Atlas A2/A3: any pointer and
+ *       length, NULL with a length too.
  * out: [N, H], the dtype of permuted_tokens; no two of its elements may
  *       share memory, and it may not overlap an input.
  * workspace_size, executor: as for moeperm_token_permute_get_workspace_size().
  *
  * Views may be strided.  Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR
- * for a NULL required tensor or out-pointer, a NULL data pointer with
- * elements or a NULL restore_shape with restore_shape_len > 0,
- * MOEPERM_ERR_PARAM_INVALID for anything the operator does not accept (every
- * index is checked for range and uniqueness), or MOEPERM_ERR_INNER when
- * memory runs out.  On failure *executor is set to NULL (when executor is
+ * for a NULL required tensor or out-pointer or a NULL data pointer with
+ * elements, MOEPERM_ERR_PARAM_INVALID for anything outside the input domain
+ * (every index read is checked), or MOEPERM_ERR_INNER when memory runs
+ * out.  On failure *executor is set to NULL (when executor is
  * not NULL), the memory of out is untouched and moeperm_last_error() names
  * the offending value.  Thread safe.
  */
@@ -479,25 +516,35 @@ MOEPERM_API const char *moeperm_chip_names(void);
  * aclnnMoeTokenUnpermuteGradGetWorkspaceSize() on Atlas A2/A3.
  *
  * permuted_tokens: [R, H], FLOAT, FLOAT16 or BF16 (the forward's permuted
- *       tokens; read only with probs, but always checked).
+ *       tokens; read only with probs, but always checked); any R >= 1.
  * unpermuted_tokens_grad: [N, H], the dtype of permuted_tokens.
- * sorted_indices: [N*K], INT32, a permutation of 0..N*K-1; R <= N*K.
- *       Entries >= R are dropped slots: they write no row, and their
- *       probs_grad is the dot product with a row of zeros (+0, or NaN when
- *       g[n] holds an inf or a NaN).
+ * sorted_indices: [L], INT32, L >= N*K (the first N*K entries are read, the
+ *       rest never), every entry read non-negative.  An entry below R names
+ *       the row its slot writes, and no two slots may name the same row
+ *       (the device's cores would race to write it); entries >= R are
+ *       dropped slots, any number of them equal: they write no row, and
+ *       their probs_grad is the dot product with a row of zeros (+0, or NaN
+ *       when g[n] holds an inf or a NaN).
  * probs: [N, K], FLOAT, FLOAT16 or BF16 (independent of the tokens' dtype),
  *       K in [1, MOEPERM_MAX_TOP_K]; or NULL, and then K = 1.
- * padded_mode: must be false.
- * restore_shape, restore_shape_len: ignored, as the Atlas A2/A3 kernel
- *       ignores them; may be NULL and 0.
- * permuted_tokens_grad_out: [R, H], the tokens' dtype.  Every row below R
- *       is named by exactly one slot, so every element is written; the
- *       operator writes nothing else (the gaps of a strided view keep the
- *       caller's bytes).
- * probs_grad_out: [N, K], the dtype of probs; NULL exactly when probs is
- *       NULL.  A NaN result is the quiet NaN 0x7fc00000 narrowed (bf16
- *       0x7fc0, fp16 0x7e00): which NaN a device gives is not modelled.
+ * padded_mode: ignored: the Atlas A2/A3 tiling runs the non-padded kernel
+ *       whatever it says.
+ * restore_shape, restore_shape_len: never read (nor dereferenced), as on
+ *       Atlas A2/A3: any pointer and length, NULL with a length too.
+ * permuted_tokens_grad_out: [R, H], the tokens' dtype.  The rows the slots
+ *       name are written; every other row, and the gaps of a strided view,
+ *       keep the caller's bytes (as the device leaves them).
+ * probs_grad_out: with probs, [N, K], the dtype of probs, required.  A NaN
+ *       result is the quiet NaN 0x7fc00000 narrowed (bf16 0x7fc0, fp16
+ *       0x7e00): which NaN a device gives is not modelled.  Without probs it
+ *       is never written: NULL, or any tensor of FLOAT, FLOAT16 or BF16
+ *       (torch_npu passes a 0-d one), left as it is.
  * The two outputs must not overlap each other, themselves or any input.
+ *
+ * The device's tiling refuses, with MOEPERM_ERR_INNER_TILING_ERROR, a 0
+ * among N, K, H and R, and K > MOEPERM_MAX_TOP_K, unless every output is
+ * empty (then the call does nothing).  A tensor of more bytes than the
+ * largest Atlas A2/A3 chip holds (64 GiB) reaches no device and is refused.
  * workspace_size: receives the workspace the run needs (0 on the CPU).
  * executor: receives the plan, which copies the tensor descriptors (the
  *       tensor objects may be destroyed before the run; the memory they
@@ -505,9 +552,10 @@ MOEPERM_API const char *moeperm_chip_names(void);
  *
  * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL required
  * tensor, out-pointer or data pointer (and for probs_grad_out NULL when
- * probs is given), MOEPERM_ERR_PARAM_INVALID for anything the operator does
- * not accept (every index is checked for range and uniqueness), or
- * MOEPERM_ERR_INNER when memory runs out.  On failure *executor is set to
+ * probs is given), MOEPERM_ERR_PARAM_INVALID for anything outside the input
+ * domain (every index read is checked), MOEPERM_ERR_INNER_TILING_ERROR for
+ * what the device's tiling refuses, or MOEPERM_ERR_INNER when memory runs
+ * out.  On failure *executor is set to
  * NULL (when executor is not NULL), the outputs are untouched and
  * moeperm_last_error() names the offending value.  Thread safe.
  */
@@ -589,18 +637,23 @@ typedef struct moeperm_unpermute_grad_tiling {
  * kernel's host code gives a problem, the one whose chunks a plan's
  * probs_grad follows.
  *
- * tokens_num, top_k, hidden_size: positive, top_k <= MOEPERM_MAX_TOP_K, and
- *       top_k = 1 when has_probs is false (the kernel then takes K = 1).
- * num_out_tokens: R, >= 0; copied into the result (the vendor refuses 0;
- *       nothing here depends on it).
+ * tokens_num, top_k, hidden_size, num_out_tokens: positive (the device's
+ *       tiling refuses a 0, MOEPERM_ERR_INNER_TILING_ERROR), top_k <=
+ *       MOEPERM_MAX_TOP_K (the same), and top_k = 1 when has_probs is false
+ *       (the kernel then takes K = 1).  Sizes for which the tiling's int64
+ *       arithmetic overflows (tokens per core times top_k, or the aligned
+ *       hidden size times the bytes a column takes in the buffers) have no
+ *       determined tiling and are refused.  num_out_tokens is copied into
+ *       the result; nothing else here depends on it.
  * tokens_dtype, probs_dtype: FLOAT, FLOAT16 or BF16; probs_dtype is read
  *       only when has_probs is true.
  * chip: NULL for Atlas A2, else values in the ranges of
  *       moeperm_executor_set_chip().
  *
- * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tiling, or
- * MOEPERM_ERR_PARAM_INVALID (with moeperm_last_error() naming the value);
- * on failure *tiling is untouched.  Thread safe.
+ * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a NULL tiling,
+ * MOEPERM_ERR_INNER_TILING_ERROR as above, or MOEPERM_ERR_PARAM_INVALID
+ * (with moeperm_last_error() naming the value); on failure *tiling is
+ * untouched.  Thread safe.
  */
 MOEPERM_API moeperm_status moeperm_token_unpermute_grad_tiling(
     int64_t tokens_num, int64_t top_k, int64_t hidden_size, int64_t num_out_tokens,
@@ -623,7 +676,9 @@ MOEPERM_API moeperm_status moeperm_token_unpermute_grad_tiling(
  *
  * The inputs are those of moeperm_token_unpermute_grad_get_workspace_size()
  * (probs is required: it gives K, its values are not read), checked the
- * same way.  exact: exact_len = N*K doubles, not overlapping any input.
+ * same way but for what concerns only the outputs: rows named twice and
+ * sizes of 0 are accepted (nothing here writes rows).  exact: exact_len =
+ * N*K doubles, not overlapping any input.
  *
  * Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR, MOEPERM_ERR_PARAM_INVALID
  * or MOEPERM_ERR_INNER as the first phase does; on failure exact is

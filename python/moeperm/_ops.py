@@ -193,7 +193,8 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *
         (tokens_num * top_k rows); a negative -d drops the last d; a
         positive n keeps n; the count is then clamped to [0, tokens_num *
         top_k].  Copies ranked at or past it are dropped.
-    padded_mode: must be False.
+    padded_mode: must be False (the device's tiling refuses True, status
+        561002).
     out: optional (permuted_tokens, sorted_indices) to write into (and
         return), any non-negative strides; a keyword torch_npu does not have.
 
@@ -251,13 +252,14 @@ def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode
     even (never fused).  Without probs top_k is 1 and nothing is multiplied.
 
     permuted_tokens: [rows, hidden_size], float32, float16 or bf16
-        (np.uint16 arrays hold bf16 bit patterns; torch.bfloat16); rows <=
-        tokens_num * top_k, and rows past it are dropped slots.
-    sorted_indices: [tokens_num * top_k], int32 or int64, a permutation of
-        0 .. tokens_num*top_k - 1 (as moe_token_permute returns it).
+        (np.uint16 arrays hold bf16 bit patterns; torch.bfloat16); any rows.
+    sorted_indices: at least tokens_num * top_k entries (the rest unread),
+        int32 or int64, non-negative: entries >= rows are dropped slots, and
+        rows may be read by several slots (moe_token_permute returns a
+        permutation).
     probs: None, or [tokens_num, top_k] routing weights, float32, float16 or
         bf16, of any of the three dtypes whatever the tokens' dtype.
-    padded_mode: must be False.
+    padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     restore_shape: None or a sequence of integers (torch.Size); accepted and
         ignored, as the Atlas A2/A3 kernel ignores it.
     out: optional [tokens_num, hidden_size] array or tensor of the tokens'
@@ -323,9 +325,12 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     permuted_tokens: [rows, hidden_size], float32, float16 or bf16 (np.uint16
         arrays hold bf16 bit patterns; torch.bfloat16): the forward's input.
     unpermuted_tokens_grad: [tokens_num, hidden_size], the same dtype.
-    sorted_indices: [tokens_num * top_k], int32 or int64, a permutation.
+    sorted_indices: at least tokens_num * top_k entries (the rest unread),
+        int32 or int64, non-negative; entries >= rows are dropped slots, and
+        no two entries below rows may be equal (the device's cores would
+        race to write that row).
     probs: None, or [tokens_num, top_k] float32, float16 or bf16.
-    padded_mode: must be False.
+    padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     restore_shape: None or a sequence of integers; accepted and ignored.
     chip: the chip whose reduction order probs_grad follows, a
         moeperm.Chip(ub_bytes, vector_cores); None means moeperm.CHIP_A2,

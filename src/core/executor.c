@@ -7,6 +7,7 @@
  * executors are.
  */
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/internal.h"

@@ -134,38 +134,38 @@ moeperm_status moeperm_ug_check_input_shapes(const moeperm_tensor *tokens,
 #define INDEX_WALKS 8
 
 /*
- * Whether the n entries that are below rows name distinct rows: marked in
- * the zeroed bitmap `seen`, as many bits set as entries below rows.
+ * Whether the n entries that are below rows name distinct rows: each marks
+ * its bit in the zeroed bitmap `seen`, and a bit found set is a repeat.
  * INDEX_WALKS stretches of the entries are walked side by side:
  * neighbouring entries often share a bitmap word (expert-sorted orders),
  * and each update of a word waits for the one before it, so a single walk
- * stalls on every entry.  Negative entries were refused before; read as
- * unsigned they are above rows anyway.
+ * stalls on every entry.  Only the words the entries touch are read, so a
+ * bitmap of many more rows than entries costs nothing more.  Negative
+ * entries were refused before; read as unsigned they are above rows.
  */
 static bool rows_are_distinct(const int32_t *base, int64_t stride, int64_t n, uint64_t rows,
                               uint64_t *seen)
 {
-    int64_t walk = n / INDEX_WALKS, kept = 0;
+    int64_t walk = n / INDEX_WALKS;
+    uint64_t repeats = 0;
     for (int64_t i = 0; i < walk; i++)
         for (int64_t w = 0; w < INDEX_WALKS; w++) {
             uint32_t value = (uint32_t)base[(w * walk + i) * stride];
-            bool below = value < rows;
-            kept += below;
+            uint64_t below = value < rows;
             value = below ? value : 0;
-            seen[value >> 6] |= (uint64_t)below << (value & 63);
+            uint64_t bit = below << (value & 63), word = seen[value >> 6];
+            repeats |= word & bit;
+            seen[value >> 6] = word | bit;
         }
     for (int64_t i = INDEX_WALKS * walk; i < n; i++) {
         uint32_t value = (uint32_t)base[i * stride];
         if (value < rows) {
-            kept++;
-            seen[value >> 6] |= UINT64_C(1) << (value & 63);
+            uint64_t bit = UINT64_C(1) << (value & 63);
+            repeats |= seen[value >> 6] & bit;
+            seen[value >> 6] |= bit;
         }
     }
-    uint64_t marked = 0;
-    uint64_t words = (rows + 63) / 64;
-    for (uint64_t word = 0; word < words; word++)
-        marked += (uint64_t)__builtin_popcountll(seen[word]);
-    return marked == (uint64_t)kept;
+    return repeats == 0;
 }
 
 moeperm_status moeperm_ug_check_rows_written_once(const moeperm_tensor *indices, int64_t slots,

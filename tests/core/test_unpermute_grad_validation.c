@@ -354,6 +354,76 @@ static void test_negative_and_twice_written_rows_are_named(void **state)
                    "sorted_indices[4] = 1 and sorted_indices[6] = 1 both name row 1");
 }
 
+/* First phase without probs on n tokens (H = 1, R rows), the n indices
+ * read with the given stride from `storage`; returns the status, the
+ * message left in moeperm_last_error(). */
+static moeperm_status plan_indices(const int32_t *storage, int64_t n, int64_t stride, int64_t rows)
+{
+    static uint16_t tokens[64], grad[64], tokens_grad[64];
+    int64_t td[2] = {rows, 1}, gd[2] = {n, 1}, id[1] = {n}, is[1] = {stride};
+    moeperm_tensor *t = moeperm_tensor_create(td, 2, MOEPERM_BF16, NULL, 0, tokens);
+    moeperm_tensor *g = moeperm_tensor_create(gd, 2, MOEPERM_BF16, NULL, 0, grad);
+    moeperm_tensor *ix = moeperm_tensor_create(id, 1, MOEPERM_INT32, is, 0, (void *)storage);
+    moeperm_tensor *tg = moeperm_tensor_create(td, 2, MOEPERM_BF16, NULL, 0, tokens_grad);
+    assert_true(t && g && ix && tg);
+    uint64_t workspace;
+    moeperm_executor *plan = NULL;
+    moeperm_status status = moeperm_token_unpermute_grad_get_workspace_size(
+        t, g, ix, NULL, false, NULL, 0, tg, NULL, &workspace, &plan);
+    moeperm_executor_destroy(plan);
+    moeperm_tensor_destroy(t);
+    moeperm_tensor_destroy(g);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(tg);
+    return status;
+}
+
+/* The row check walks several stretches of the indices side by side:
+ * whatever the count, the stride and where the repeat sits, distinct rows
+ * with dropped slots repeating freely pass, and a repeat below R is named
+ * with its first use. */
+static void test_a_row_named_twice_is_found_at_every_count_and_position(void **state)
+{
+    (void)state;
+    static int32_t storage[3 * 64];
+    char want[96];
+    for (int64_t stride = 1; stride <= 3; stride += 2)
+        for (int64_t n = 2; n <= 41; n++) {
+            int64_t rows = n + 3;
+            uint64_t seed = (uint64_t)(n * 13 + stride);
+            /* distinct rows below R, every third slot dropped (all at R + 5) */
+            for (int64_t i = 0; i < n; i++)
+                storage[i * stride] = i % 3 == 2 ? (int32_t)(rows + 5) : (int32_t)(rows - 1 - i);
+            for (int64_t i = n - 1; i > 0; i--) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                int64_t j = (int64_t)((seed >> 33) % (uint64_t)(i + 1));
+                int32_t swap = storage[i * stride];
+                storage[i * stride] = storage[j * stride];
+                storage[j * stride] = swap;
+            }
+            if (plan_indices(storage, n, stride, rows) != MOEPERM_SUCCESS)
+                fail_msg("n %lld stride %lld: refused: %s", (long long)n, (long long)stride,
+                         moeperm_last_error());
+            for (int64_t p = 1; p < n; p++) {
+                int64_t q = 0; /* the first slot before p that names a row */
+                while (q < p && storage[q * stride] >= rows)
+                    q++;
+                if (q == p)
+                    continue; /* only dropped slots before p */
+                int32_t kept = storage[p * stride];
+                storage[p * stride] = storage[q * stride];
+                assert_int_equal(plan_indices(storage, n, stride, rows),
+                                 MOEPERM_ERR_PARAM_INVALID);
+                snprintf(want, sizeof want, "sorted_indices[%lld] = %d and sorted_indices[%lld]",
+                         (long long)q, storage[q * stride], (long long)p);
+                if (!strstr(moeperm_last_error(), want))
+                    fail_msg("n %lld stride %lld: \"%s\", expected \"%s\"", (long long)n,
+                             (long long)stride, moeperm_last_error(), want);
+                storage[p * stride] = kept;
+            }
+        }
+}
+
 static void test_overlapping_outputs_are_invalid(void **state)
 {
     (void)state;
@@ -488,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_top_k_above_512_is_invalid),
         cmocka_unit_test(test_without_probs_fewer_entries_than_tokens_are_invalid),
         cmocka_unit_test(test_negative_and_twice_written_rows_are_named),
+        cmocka_unit_test(test_a_row_named_twice_is_found_at_every_count_and_position),
         cmocka_unit_test(test_overlapping_outputs_are_invalid),
         cmocka_unit_test(test_null_data_under_elements_is_nullptr),
         cmocka_unit_test(test_set_chip_refuses_bad_values_and_other_operators),
