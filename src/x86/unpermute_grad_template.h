@@ -15,19 +15,21 @@
  *   token, writes permuted_tokens_grad = narrow(g * p) (g the first
  *   operand of vmulps, which fixes the NaN that comes out as the portable
  *   loop's scale_pinned() does), and puts the products widen(x) * g
- *   straight through the first step of the chunk's reduction
- *   (ug_first_fold()): the first level of the pairwise tree when the chunk
- *   is exactly T columns, else the first fold; the rest of the reduction
- *   (folds and the tree, fixed strides over an L1-sized buffer) follows
- *   at once, while the row is in the cache;
+ *   straight through the first steps of the chunk's reduction
+ *   (ug_first_fold()): the first three levels of the pairwise tree in
+ *   registers when the chunk is exactly T columns, its one fold to T and
+ *   those levels when the fold's strides allow, else the first fold; the
+ *   rest of the reduction (folds and the tree, fixed strides over an
+ *   L1-sized buffer) follows at once;
  * - the chunk sums go into the slot's accumulator in chunk order.
  *
  * Every sum of the reduction is one binary32 addition of the same two
  * values as in the model; only which NaN comes out may differ, and the
  * operator turns any NaN sum into 0x7fc00000.  While a row is worked on,
- * the next one (the next slot's, or the next token's first, with that
- * token's g) is prefetched into L2 a line per step, so that the random
- * rows of permuted_tokens arrive without a miss each.
+ * the next one (the next slot's, or the next chunk's first with its g, or
+ * the next token's first with its g) is prefetched into L2 as the row is
+ * worked on, so that the random rows of permuted_tokens arrive without a
+ * miss each.
  */
 
 /* Where the products of a pass go, as the chunk's first step wants them:
