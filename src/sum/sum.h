@@ -109,7 +109,7 @@ void moeperm_sum_run(const struct moeperm_sum *sum, int threads, moeperm_isa isa
 int moeperm_sum_threads(const struct moeperm_sum *sum, int threads);
 
 #ifdef MOEPERM_HAVE_X86_PATH
-#include "x86/permute_grad_x86.h"
+#include "x86/x86.h"
 #endif
 
 #endif
