@@ -25,6 +25,7 @@
 #include "core/fp.h"
 #include "core/fp_env.h"
 #include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048

@@ -38,6 +38,7 @@
 #include "core/internal.h"
 #include "core/kernel.h"
 #include "unpermute/unpermute.h"
+#include "sum/sum_x86.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048

@@ -33,9 +33,6 @@
 #include "cpu_features.h"
 #include "unpermute_grad/kernel.h"
 
-struct moeperm_sum;
-struct moeperm_tensor;
-
 /* One task: output columns [0, width) of out, the sum of the listed rows
  * (moeperm_token_rows(), each pointing at the task's first column), for
  * the scaled segments each times its multiplier in scales. */
@@ -110,15 +107,6 @@ static inline int moeperm_x86_dtype_index(moeperm_dtype dtype)
 {
     return dtype == MOEPERM_FLOAT ? 0 : dtype == MOEPERM_FLOAT16 ? 1 : 2;
 }
-
-/* Runs a sum (src/sum/: MoeTokenPermuteGrad, MoeTokenUnpermute without
- * probs) with unit column strides on `team` threads with kernels k. */
-void moeperm_x86_run(const struct moeperm_sum *plan, int team, const moeperm_x86_kernels *k);
-
-/* The same for MoeTokenUnpermute with probs: its sum, each row times its
- * prob; permuted_tokens and out have unit column strides. */
-void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
-                               int team, const moeperm_x86_kernels *k);
 
 /* The scratch of moeperm_x86_ug_range: the widened probs and the
  * accumulators (top_k floats each, rounded up to 16), then three

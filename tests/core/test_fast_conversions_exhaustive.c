@@ -20,6 +20,7 @@
 
 #include "core/fp.h"
 #include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 

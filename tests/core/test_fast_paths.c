@@ -41,6 +41,7 @@
 #include "core/fp.h"
 #include "core/internal.h"
 #include "sum/sum.h"
+#include "sum/sum_x86.h"
 #include "unpermute/unpermute.h"
 #include "unpermute_grad/unpermute_grad.h"
 #include "naive.h"

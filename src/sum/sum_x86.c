@@ -1,6 +1,6 @@
 /*
- * x86/permute_grad_x86.c - how the x86 fast paths split a plan over
- * threads and keep memory busy (docs/performance.md says why each choice).
+ * sum/sum_x86.c - how a sum runs on the x86 kernels: split over threads
+ * and keeping memory busy (docs/performance.md says why each choice).
  *
  * A task is one token, or a column block of one when there are too few
  * tokens to share; each output element belongs to exactly one task, which
@@ -12,7 +12,7 @@
  * listed with their probs by x86_scaled_rows() and summed by the scaled
  * segments.
  */
-#include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
