@@ -332,7 +332,7 @@ class Case:
         for the same options, the same bytes.  Each keyword is the field of
         moeperm_golden_spec (include/moeperm/golden.h) of that name, the
         names the manifest uses: tokens_num is the tool's --tokens, top_k
-        --topk, hidden_size --hidden, num_rows --rows, num_experts --experts,
+        --top-k, hidden_size --hidden, num_rows --rows, num_experts --experts,
         hot_percent --hot, has_probs=False --no-probs.  None stands where the
         tool has a default that depends on others (num_rows:
         tokens_num*top_k; num_experts: max(64, 2*top_k); ub_bytes and
