@@ -45,6 +45,9 @@ static void store(moeperm_dtype dtype, void *data, size_t i, float value)
 static void my_kernel(const moeperm_golden_tensor *grad, const moeperm_golden_tensor *indices, int64_t top_k,
                       bool round_each_add, void *out)
 {
+    if (top_k == -1) /* the device's tiling takes num_topk -1 as 1 */
+        top_k = 1;
+    /* floor(L / K) tokens: entries past them are never read */
     int64_t rows = grad->shape[0], hidden = grad->shape[1];
     int64_t tokens = indices->shape[0] / top_k;
     const int32_t *idx = indices->data;

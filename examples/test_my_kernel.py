@@ -33,13 +33,16 @@ def my_permute_grad(permuted_output_grad, sorted_indices, num_topk, padded_mode=
     """input_grad[t] = the rows sorted_indices[t*K .. t*K+K-1] of the
     gradient, summed in float32 in slot order from the first slot (+0.0
     when it is dropped), dropped slots (index >= rows) skipped, rounded
-    once."""
+    once; num_topk -1 is 1, and floor(L / K) tokens are summed, as on the
+    device."""
     rows, hidden = permuted_output_grad.shape
     grad = widen(permuted_output_grad)
-    slots = sorted_indices.reshape(-1, num_topk).astype(np.int64)
-    acc = np.zeros((slots.shape[0], hidden), dtype=np.float32)
+    top_k = 1 if num_topk == -1 else num_topk
+    tokens = sorted_indices.size // top_k
+    slots = sorted_indices[:tokens * top_k].reshape(tokens, top_k).astype(np.int64)
+    acc = np.zeros((tokens, hidden), dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(num_topk):
+        for k in range(top_k):
             kept = slots[:, k] < rows
             row = grad[np.where(kept, slots[:, k], 0)] if rows else acc
             acc = np.where(kept[:, None], row if k == 0 else acc + row, acc)

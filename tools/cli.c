@@ -75,6 +75,20 @@ bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *o
     return true;
 }
 
+bool cli_chip(const char *cmd, const char *name, moeperm_chip *chip)
+{
+    moeperm_chip found;
+    if (strlen(name) >= MOEPERM_GOLDEN_CHIP_NAME_MAX ||
+        moeperm_chip_by_name(name, &found) != MOEPERM_SUCCESS) {
+        fprintf(stderr, "moeperm %s: --chip is \"%s\", expected one of %s (a chip without a name: "
+                        "--ub-bytes and --vector-cores)\n", cmd, name, moeperm_chip_names());
+        return false;
+    }
+    if (chip)
+        *chip = found;
+    return true;
+}
+
 /* What the entry st describes is, for a refusal: "a symbolic link", ... */
 static const char *kind_of(const struct stat *st)
 {

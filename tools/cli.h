@@ -17,6 +17,11 @@ bool cli_int64(const char *cmd, const char *flag, const char *text, int64_t min,
                int64_t *out);
 bool cli_uint64(const char *cmd, const char *flag, const char *text, uint64_t *out);
 
+/* Whether name is a chip moeperm_chip_by_name() knows (its numbers into
+ * *chip when chip is not NULL); otherwise prints "moeperm CMD: --chip is
+ * "NAME", expected one of ..." and returns false. */
+bool cli_chip(const char *cmd, const char *name, moeperm_chip *chip);
+
 /*
  * cli_output_path() is the check every output file of every command goes
  * through, before any work: flag names the option ("--out", "--junit",

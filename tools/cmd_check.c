@@ -10,8 +10,9 @@
  * judges only the cases of that chip: a MoeTokenUnpermuteGrad case with
  * probs made for another chip, whose probs_grad follows that chip's
  * reduction order, is reported OTHER-CHIP ("for another chip") and not
- * run; it counts as neither a pass nor a failure.  Every other case is the
- * same on every chip and is judged.
+ * run; it counts as neither a pass nor a failure, and the reports say so
+ * (JSON verdict "other-chip" with both chips, JUnit <skipped>).  Every
+ * other case is the same on every chip and is judged.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -55,7 +56,8 @@ static void usage(FILE *to)
             "                    diagnosis and the statistics (one self-contained file)\n"
             "a backend that names its chip (npu: aclrtGetSocName) judges only the cases of\n"
             "that chip: a MoeTokenUnpermuteGrad case with probs made for another chip is\n"
-            "OTHER-CHIP, \"for another chip\", and not run\n"
+            "OTHER-CHIP, \"for another chip\", and not run (JSON verdict \"other-chip\",\n"
+            "JUnit <skipped>)\n"
             "exit status: 0 all same (or within --max-ulp), 1 a mismatch or missing\n"
             "output, 2 a bad case or usage, 3 the backend failed\n");
 }
@@ -150,13 +152,35 @@ static bool for_another_chip(const source *from, const moeperm_golden_case *c, c
     int64_t cores = c->attrs.vector_cores ? c->attrs.vector_cores : MOEPERM_CHIP_A2_VECTOR_CORES;
     if (ub == from->chip.ub_bytes && cores == from->chip.vector_cores)
         return false;
+    char named[MOEPERM_GOLDEN_CHIP_NAME_MAX + 2] = "";
+    if (c->attrs.chip[0])
+        snprintf(named, sizeof named, "%s, ", c->attrs.chip);
     snprintf(err, err_len,
-             "for another chip: the case's probs_grad follows a chip with %lld unified-buffer "
+             "for another chip: the case's probs_grad follows %sa chip with %lld unified-buffer "
              "bytes and %lld vector cores; the backend runs %s (%lld bytes, %lld cores); not "
              "judged",
-             (long long)ub, (long long)cores, from->chip_name ? from->chip_name : "its chip",
+             named, (long long)ub, (long long)cores, from->chip_name ? from->chip_name : "its chip",
              (long long)from->chip.ub_bytes, (long long)from->chip.vector_cores);
     return true;
+}
+
+/* Records case c, made for another chip, as such in the reports that
+ * take it: the JSON report's verdict "other-chip" with both chips.  (The
+ * JUnit report gets it as skipped from the caller.)  Returns OTHER_CHIP,
+ * or BACKEND_FAILED when memory runs out. */
+static enum outcome report_other_chip(const source *from, const moeperm_golden_case *c,
+                                      const char *dir, moeperm_golden_json_report *json,
+                                      const char *sentence)
+{
+    moeperm_chip mine = {c->attrs.ub_bytes ? c->attrs.ub_bytes : MOEPERM_CHIP_A2_UB_BYTES,
+                         c->attrs.vector_cores ? c->attrs.vector_cores
+                                               : MOEPERM_CHIP_A2_VECTOR_CORES};
+    if (json && (moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c->op)) != 0 ||
+                 moeperm_golden_json_report_set_other_chip(json, from->chip_name, &from->chip,
+                                                           c->attrs.chip, &mine,
+                                                           sentence) != 0))
+        return BACKEND_FAILED;
+    return OTHER_CHIP;
 }
 
 /* Reads case c's outputs from dir/<output>.bin or .npy.  A file that is
@@ -214,10 +238,13 @@ static enum outcome check_one(const source *from, const char *dir, const char *r
             return BACKEND_FAILED;
         return BAD_INPUT;
     }
-    /* Not judged, so in no report but the text. */
+    /* Not judged: in the text, the JSON and the JUnit reports as such. */
     if (!from->outputs_root && for_another_chip(from, &c, err, err_len)) {
+        enum outcome o = report_other_chip(from, &c, dir, json, err);
+        if (o != OTHER_CHIP)
+            snprintf(err, err_len, "out of memory");
         moeperm_golden_case_free(&c);
-        return OTHER_CHIP;
+        return o;
     }
     if ((json && moeperm_golden_json_report_add_case(json, dir, moeperm_op_name(c.op)) != 0) ||
         (html && moeperm_golden_html_report_add_case(html, dir, moeperm_op_name(c.op)) != 0)) {
@@ -567,9 +594,10 @@ int cmd_check(int argc, char **argv)
         fflush(text);
         if (tally(&sum, all[i], o) != 0)
             rc = EXIT_BACKEND;
-        if (junit && o != OTHER_CHIP) {
+        if (junit) {
             moeperm_golden_outcome jo = o == PASS || o == WITHIN       ? MOEPERM_GOLDEN_PASS
                                 : o == MISMATCH || o == MISSING ? MOEPERM_GOLDEN_MISMATCH
+                                : o == OTHER_CHIP               ? MOEPERM_GOLDEN_SKIPPED
                                                                 : MOEPERM_GOLDEN_ERROR;
             if (moeperm_golden_junit_add(junit, all[i], seconds, jo, o == PASS ? NULL : err, report) != 0)
                 rc = EXIT_BACKEND;

@@ -37,24 +37,36 @@ static void usage(FILE *to)
             "  --op OP            MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
             "                     MoeTokenUnpermute, MoeTokenUnpermuteGrad (or permute-grad,\n"
             "                     permute, unpermute, unpermute-grad)\n"
-            "  --tokens T --top-k K --hidden H   sizes (--topk is accepted too)\n"
+            "  --tokens T --top-k K --hidden H   sizes (--topk is accepted too); for\n"
+            "                     MoeTokenPermuteGrad --top-k -1 is recorded as num_topk -1,\n"
+            "                     which the device takes as 1\n"
             "  --dtype D          float32|fp32, float16|fp16, bf16|bfloat16 (and int8 for\n"
             "                     MoeTokenPermute's tokens)\n"
-            "  --rows R           rows of the permuted tensor (default T*K: none dropped)\n"
+            "  --rows R           rows of the permuted tensor (default T*K: none dropped;\n"
+            "                     above T*K: rows no slot names)\n"
             "  --num-out-tokens N MoeTokenPermute's num_out_tokens (default 0: all)\n"
             "  --index-dtype D    MoeTokenPermute's expert ids: int32 (default) or int64\n"
             "  --sentinels        MoeTokenPermute: every 7th id the index dtype's min/max\n"
             "  --probs-dtype D    probs of MoeTokenUnpermute(Grad) (default: --dtype)\n"
             "  --no-probs         MoeTokenUnpermute(Grad) without probs (then top_k is 1)\n"
             "  --probs-values KIND  value kind of probs (default normal)\n"
-            "  --ub-bytes N --vector-cores N   MoeTokenUnpermuteGrad's chip (default\n"
-            "                     the Atlas A2: %lld bytes, %lld cores)\n"
+            "  --chip NAME        MoeTokenUnpermuteGrad's chip by name, recorded as such:\n"
+            "                     %s\n"
+            "  --ub-bytes N --vector-cores N   MoeTokenUnpermuteGrad's chip by its numbers,\n"
+            "                     for a chip without a name (default the Atlas A2: %lld\n"
+            "                     bytes, %lld cores)\n"
+            "  --padded-mode      record padded_mode true (MoeTokenPermute refuses it, the\n"
+            "                     other three ignore it)\n"
+            "  --extra-indices N  N entries of sorted_indices past T*K, never read\n"
+            "  --huge-indices     every third slot's row far above the rows (up to\n"
+            "                     INT32_MAX): dropped slots\n"
+            "  --hidden-outer N   MoeTokenPermute: tokens of rank 3, [T, N, H/N]\n"
             "  --experts E        routed: experts to choose from (default max(64, 2K))\n"
             "  --hot P            routed: percent of picks among the hot eighth (default 50)\n"
             "  --values KIND      value kind (default normal): %s\n"
             "  --routing ROUTING  (default routed): %s\n"
             "  --name NAME        the case directory's name (default from the options)\n",
-            MOEPERM_GOLDEN_DEFAULT_SEED, (long long)MOEPERM_CHIP_A2_UB_BYTES,
+            MOEPERM_GOLDEN_DEFAULT_SEED, moeperm_chip_names(), (long long)MOEPERM_CHIP_A2_UB_BYTES,
             (long long)MOEPERM_CHIP_A2_VECTOR_CORES, moeperm_golden_values_names(),
             moeperm_golden_routing_names());
 }
@@ -169,7 +181,7 @@ int cmd_golden(int argc, char **argv)
     enum { O_OUT = 256, O_SUITE, O_SEED, O_FORCE, O_LIST, O_TOKENS, O_TOPK, O_HIDDEN, O_DTYPE,
            O_ROWS, O_EXPERTS, O_HOT, O_VALUES, O_ROUTING, O_NAME, O_HELP, O_OP, O_NUM_OUT,
            O_INDEX_DTYPE, O_SENTINELS, O_PROBS_DTYPE, O_NO_PROBS, O_PROBS_VALUES, O_UB_BYTES,
-           O_VECTOR_CORES };
+           O_VECTOR_CORES, O_CHIP, O_PADDED, O_EXTRA, O_HUGE, O_HIDDEN_OUTER };
     static const struct option options[] = {
         {"out", required_argument, NULL, O_OUT},
         {"suite", required_argument, NULL, O_SUITE},
@@ -188,6 +200,11 @@ int cmd_golden(int argc, char **argv)
         {"probs-values", required_argument, NULL, O_PROBS_VALUES},
         {"ub-bytes", required_argument, NULL, O_UB_BYTES},
         {"vector-cores", required_argument, NULL, O_VECTOR_CORES},
+        {"chip", required_argument, NULL, O_CHIP},
+        {"padded-mode", no_argument, NULL, O_PADDED},
+        {"extra-indices", required_argument, NULL, O_EXTRA},
+        {"huge-indices", no_argument, NULL, O_HUGE},
+        {"hidden-outer", required_argument, NULL, O_HIDDEN_OUTER},
         {"hidden", required_argument, NULL, O_HIDDEN},
         {"dtype", required_argument, NULL, O_DTYPE},
         {"rows", required_argument, NULL, O_ROWS},
@@ -205,7 +222,7 @@ int cmd_golden(int argc, char **argv)
     size_t suite_count = 0;
     uint64_t seed = MOEPERM_GOLDEN_DEFAULT_SEED;
     bool force = false, one_off = false, have_dtype = false, have_probs_dtype = false;
-    int64_t tokens = -1, top_k = -1, hidden = -1, rows = -1, experts = 0, hot = 50;
+    int64_t tokens = -1, top_k = -2, hidden = -1, rows = -1, experts = 0, hot = 50;
     int64_t num_out = 0, ub_bytes = 0, vector_cores = 0;
     moeperm_golden_spec spec = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
     bool no_probs = false;
@@ -239,7 +256,13 @@ int cmd_golden(int argc, char **argv)
             one_off = true;
             break;
         case O_TOPK:
-            ok = cli_int64("golden", "--top-k", optarg, 1, MOEPERM_MAX_TOP_K, &top_k);
+            ok = cli_int64("golden", "--top-k", optarg, -1, MOEPERM_MAX_TOP_K, &top_k);
+            if (ok && top_k == 0) {
+                fprintf(stderr, "moeperm golden: --top-k is \"0\", expected an integer from 1 "
+                                "to %d, or -1 (MoeTokenPermuteGrad's num_topk, taken as 1)\n",
+                        MOEPERM_MAX_TOP_K);
+                ok = false;
+            }
             one_off = true;
             break;
         case O_HIDDEN:
@@ -313,6 +336,29 @@ int cmd_golden(int argc, char **argv)
                            &vector_cores);
             one_off = true;
             break;
+        case O_CHIP:
+            if (!cli_chip("golden", optarg, NULL))
+                return EXIT_BAD_INPUT;
+            snprintf(spec.chip, sizeof spec.chip, "%s", optarg);
+            one_off = true;
+            break;
+        case O_PADDED:
+            spec.padded_mode = true;
+            one_off = true;
+            break;
+        case O_EXTRA:
+            ok = cli_int64("golden", "--extra-indices", optarg, 0, INT32_MAX, &spec.extra_indices);
+            one_off = true;
+            break;
+        case O_HUGE:
+            spec.huge_indices = true;
+            one_off = true;
+            break;
+        case O_HIDDEN_OUTER:
+            ok = cli_int64("golden", "--hidden-outer", optarg, 1, MOEPERM_GOLDEN_MAX_DIM,
+                           &spec.hidden_outer);
+            one_off = true;
+            break;
         case O_ROWS:
             ok = cli_int64("golden", "--rows", optarg, 0, INT32_MAX, &rows);
             one_off = true;
@@ -384,7 +430,7 @@ int cmd_golden(int argc, char **argv)
      * only those. */
     char *readme_path = NULL, *readme = NULL;
     if (one_off) {
-        const char *missing = tokens < 0 ? "--tokens" : top_k < 0 ? "--top-k"
+        const char *missing = tokens < 0 ? "--tokens" : top_k < -1 ? "--top-k"
                               : hidden < 0 ? "--hidden" : !have_dtype ? "--dtype" : NULL;
         if (missing) {
             fprintf(stderr, "moeperm golden: a custom case needs %s (and --tokens, --top-k, "
@@ -401,7 +447,8 @@ int cmd_golden(int argc, char **argv)
         spec.ub_bytes = ub_bytes;
         spec.vector_cores = vector_cores;
         spec.tokens_num = tokens;
-        spec.top_k = top_k;
+        spec.top_k = top_k == -1 ? 1 : top_k;
+        spec.num_topk = top_k == -1 ? -1 : 0;
         spec.hidden_size = hidden;
         spec.num_rows = rows;
         spec.num_experts = experts;

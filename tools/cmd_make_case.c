@@ -37,12 +37,17 @@ static void usage(FILE *to)
             "                    whole when a file of that name exists, else\n"
             "                    :DTYPE[:SHAPE] is taken from its end (a:b.bin:int32:8\n"
             "                    is the file a:b.bin)\n"
-            "  --top-k K         MoeTokenPermuteGrad's num_topk\n"
+            "  --top-k K         MoeTokenPermuteGrad's num_topk (-1 is taken as 1)\n"
             "  --num-out-tokens N  MoeTokenPermute's num_out_tokens (default 0: all)\n"
             "  --restore-shape A,B  MoeTokenUnpermute(Grad)'s restore_shape (recorded; the\n"
             "                    operators ignore it)\n"
-            "  --ub-bytes N --vector-cores N  MoeTokenUnpermuteGrad's chip (default the\n"
-            "                    Atlas A2: %lld bytes, %lld cores)\n"
+            "  --padded-mode     record padded_mode true (MoeTokenPermute refuses it, the\n"
+            "                    other three ignore it)\n"
+            "  --chip NAME       MoeTokenUnpermuteGrad's chip by name, recorded as such:\n"
+            "                    %s\n"
+            "  --ub-bytes N --vector-cores N  MoeTokenUnpermuteGrad's chip by its numbers,\n"
+            "                    for a chip without a name (default the Atlas A2: %lld\n"
+            "                    bytes, %lld cores)\n"
             "  --description TEXT  one line: what the case is (default: where it came from)\n"
             "  --force           replace an existing case (only a case)\n"
             "An attribute option of another operator is refused.\n"
@@ -52,7 +57,8 @@ static void usage(FILE *to)
             "  MoeTokenUnpermute      permuted_tokens, sorted_indices [, probs]\n"
             "  MoeTokenUnpermuteGrad  permuted_tokens, unpermuted_tokens_grad,\n"
             "                         sorted_indices [, probs]\n",
-            (long long)MOEPERM_CHIP_A2_UB_BYTES, (long long)MOEPERM_CHIP_A2_VECTOR_CORES);
+            moeperm_chip_names(), (long long)MOEPERM_CHIP_A2_UB_BYTES,
+            (long long)MOEPERM_CHIP_A2_VECTOR_CORES);
 }
 
 /* Parses "64x7168", "64,7168" or "4096" into dims: digits, one separator
@@ -196,7 +202,7 @@ int cmd_make_case(int argc, char **argv)
 {
     /* O_TOPK to O_CORES in the order of attrs below. */
     enum { O_OUT = 256, O_OP, O_INPUT, O_TOPK, O_NUM_OUT, O_RESTORE, O_UB, O_CORES, O_NAME,
-           O_DESCRIPTION, O_FORCE, O_HELP };
+           O_DESCRIPTION, O_FORCE, O_HELP, O_CHIP, O_PADDED };
     static const struct option options[] = {
         {"out", required_argument, NULL, O_OUT},
         {"op", required_argument, NULL, O_OP},
@@ -207,6 +213,8 @@ int cmd_make_case(int argc, char **argv)
         {"restore-shape", required_argument, NULL, O_RESTORE},
         {"ub-bytes", required_argument, NULL, O_UB},
         {"vector-cores", required_argument, NULL, O_CORES},
+        {"chip", required_argument, NULL, O_CHIP},
+        {"padded-mode", no_argument, NULL, O_PADDED},
         {"name", required_argument, NULL, O_NAME},
         {"description", required_argument, NULL, O_DESCRIPTION},
         {"force", no_argument, NULL, O_FORCE},
@@ -217,6 +225,8 @@ int cmd_make_case(int argc, char **argv)
     const char *inputs[MOEPERM_GOLDEN_MAX_TENSORS];
     size_t input_count = 0;
     bool force = false;
+    const char *chip_name = NULL;
+    moeperm_chip chip = {0, 0};
     moeperm_golden_case c;
     memset(&c, 0, sizeof c);
     c.format_version = 2;
@@ -259,7 +269,19 @@ int cmd_make_case(int argc, char **argv)
             }
             break;
         case O_TOPK:
-            ok = cli_int64("make-case", "--top-k", optarg, 1, MOEPERM_MAX_TOP_K, &c.attrs.top_k);
+            ok = cli_int64("make-case", "--top-k", optarg, -1, MOEPERM_MAX_TOP_K, &c.attrs.top_k);
+            if (ok && c.attrs.top_k == 0) {
+                fprintf(stderr, "moeperm make-case: --top-k is \"0\", expected an integer from "
+                                "1 to %d, or -1 (taken as 1)\n", MOEPERM_MAX_TOP_K);
+                ok = false;
+            }
+            break;
+        case O_CHIP:
+            ok = cli_chip("make-case", optarg, &chip);
+            chip_name = optarg;
+            break;
+        case O_PADDED:
+            c.attrs.padded_mode = true;
             break;
         case O_NUM_OUT:
             ok = cli_int64("make-case", "--num-out-tokens", optarg, -MOEPERM_GOLDEN_MAX_DIM,
@@ -328,6 +350,26 @@ int cmd_make_case(int argc, char **argv)
     if (c.op == MOEPERM_OP_PERMUTE_GRAD && c.attrs.top_k == 0) {
         fprintf(stderr, "moeperm make-case: MoeTokenPermuteGrad needs --top-k K\n");
         return EXIT_BAD_INPUT;
+    }
+    if (chip_name && c.op != MOEPERM_OP_UNPERMUTE_GRAD) {
+        fprintf(stderr, "moeperm make-case: --chip is MoeTokenUnpermuteGrad's; %s has no chip\n",
+                moeperm_op_name(c.op));
+        return EXIT_BAD_INPUT;
+    }
+    if (chip_name) {
+        /* The name and its numbers go into the manifest together. */
+        bool ub_off = c.attrs.ub_bytes && c.attrs.ub_bytes != chip.ub_bytes;
+        if (ub_off || (c.attrs.vector_cores && c.attrs.vector_cores != chip.vector_cores)) {
+            fprintf(stderr, "moeperm make-case: --chip %s has %lld unified-buffer bytes and %lld "
+                            "vector cores, but %s %lld is given beside it\n", chip_name,
+                    (long long)chip.ub_bytes, (long long)chip.vector_cores,
+                    ub_off ? "--ub-bytes" : "--vector-cores",
+                    (long long)(ub_off ? c.attrs.ub_bytes : c.attrs.vector_cores));
+            return EXIT_BAD_INPUT;
+        }
+        snprintf(c.attrs.chip, sizeof c.attrs.chip, "%s", chip_name);
+        c.attrs.ub_bytes = chip.ub_bytes;
+        c.attrs.vector_cores = chip.vector_cores;
     }
     char err[1024];
     /* The inputs in the operator's argument order, whatever the order of

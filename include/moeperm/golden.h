@@ -58,6 +58,10 @@ extern "C" {
 /* The most tensors a case has (MoeTokenUnpermuteGrad has seven). */
 #define MOEPERM_GOLDEN_MAX_TENSORS 8
 
+/* The room for a chip's name in a case (moeperm_chip_names() spells the
+ * longest in 14 bytes), its terminating NUL included. */
+#define MOEPERM_GOLDEN_CHIP_NAME_MAX 32
+
 /* What a tensor of a case is to the operator. */
 typedef enum moeperm_golden_role {
     MOEPERM_GOLDEN_ROLE_INPUT = 1,  /* read by the operator */
@@ -84,14 +88,19 @@ typedef struct moeperm_golden_tensor {
 /* The operator's attributes: what is not a tensor.  Only the fields of the
  * case's operator mean anything; the others are 0. */
 typedef struct moeperm_golden_attrs {
-    int64_t top_k;          /* MoeTokenPermuteGrad: num_topk */
+    int64_t top_k;          /* MoeTokenPermuteGrad: num_topk, as given (-1 means 1) */
     int64_t num_out_tokens; /* MoeTokenPermute, as given (<= 0 counts from N*K) */
-    bool padded_mode;       /* false: the only mode the operators take */
+    bool padded_mode;       /* as given: MoeTokenPermute refuses true, the others ignore it */
     uint64_t restore_shape_len; /* MoeTokenUnpermute(Grad): 0 when absent */
     int64_t restore_shape[MOEPERM_MAX_DIMS];
     /* MoeTokenUnpermuteGrad with probs: the chip whose reduction order the
      * golden probs_grad follows (docs/unpermute-grad.md); 0 = the default */
     int64_t ub_bytes, vector_cores;
+    /* MoeTokenUnpermuteGrad: the name of that chip when the case was made
+     * for a named one (moeperm_chip_names()), "" otherwise.  ub_bytes and
+     * vector_cores then hold its numbers; a manifest whose name and numbers
+     * disagree is refused, by the reader and by the writers. */
+    char chip[MOEPERM_GOLDEN_CHIP_NAME_MAX];
 } moeperm_golden_attrs;
 
 /* How the generator made the inputs, besides the seed (informative: read
@@ -103,6 +112,7 @@ typedef struct moeperm_golden_recipe {
     int64_t num_experts; /* routed only */
     int64_t hot_percent; /* routed only */
     bool sentinels;      /* MoeTokenPermute: some expert ids are the index dtype's min/max */
+    bool huge_indices;   /* every third entry of sorted_indices far above the rows */
 } moeperm_golden_recipe;
 
 typedef struct moeperm_golden_case {
@@ -325,7 +335,12 @@ typedef enum moeperm_golden_routing {
     MOEPERM_GOLDEN_ROUTING_ROUTED,   /* top_k distinct experts per token, some hot */
     MOEPERM_GOLDEN_ROUTING_IDENTITY, /* sorted_indices[i] = i */
     MOEPERM_GOLDEN_ROUTING_REVERSE,  /* sorted_indices[i] = T*K-1-i */
-    MOEPERM_GOLDEN_ROUTING_RANDOM    /* a uniformly random permutation */
+    MOEPERM_GOLDEN_ROUTING_RANDOM,   /* a uniformly random permutation */
+    /* Not a permutation (the input domain's edge, docs/operators.md): */
+    MOEPERM_GOLDEN_ROUTING_REPEATS,  /* every slot a row drawn from [0, R): rows read by
+                                      * several slots, rows no slot names */
+    MOEPERM_GOLDEN_ROUTING_SPARSE    /* distinct rows drawn from [0, R), R >= T*K: rows no
+                                      * slot names */
 } moeperm_golden_routing;
 
 /* The values of a floating-point input, each kind one device question
@@ -371,6 +386,19 @@ typedef struct moeperm_golden_spec {
     moeperm_golden_routing routing;
     int64_t ub_bytes, vector_cores; /* MoeTokenUnpermuteGrad's chip; 0: the default */
     uint64_t seed;
+    /* The input domain's edge (docs/golden-format.md, "The domain suites"): */
+    bool padded_mode;          /* recorded as given: MoeTokenPermute refuses true */
+    int64_t num_topk;          /* MoeTokenPermuteGrad's num_topk as recorded: 0 for top_k,
+                                * or -1 (which means 1) with top_k 1 */
+    int64_t extra_indices;     /* entries of sorted_indices after the first tokens_num*top_k,
+                                * which the operator never reads */
+    bool huge_indices;         /* every third slot's row far above num_rows (up to
+                                * INT32_MAX): dropped slots */
+    int64_t hidden_outer;      /* MoeTokenPermute: tokens [T, hidden_outer, H/hidden_outer]
+                                * (rank 3); 0 for [T, H] */
+    char chip[MOEPERM_GOLDEN_CHIP_NAME_MAX]; /* MoeTokenUnpermuteGrad: a named chip
+                                * (moeperm_chip_names()) instead of ub_bytes and
+                                * vector_cores; "" for none */
 } moeperm_golden_spec;
 
 /* Names as the command line takes them; parse returns false if unknown. */
@@ -575,7 +603,9 @@ char *moeperm_golden_compare_summary(moeperm_dtype dtype, const moeperm_golden_c
 typedef enum moeperm_golden_outcome {
     MOEPERM_GOLDEN_PASS,
     MOEPERM_GOLDEN_MISMATCH, /* a <failure>: bits differ */
-    MOEPERM_GOLDEN_ERROR     /* an <error>: bad case or backend failure */
+    MOEPERM_GOLDEN_ERROR,    /* an <error>: bad case or backend failure */
+    MOEPERM_GOLDEN_SKIPPED   /* a <skipped>: not judged (a case made for another chip);
+                              * the message says why */
 } moeperm_golden_outcome;
 
 typedef struct moeperm_golden_junit moeperm_golden_junit;
@@ -688,6 +718,18 @@ int moeperm_golden_json_report_set_failure(moeperm_golden_json_report *r, moeper
                                            const char *sentence);
 int moeperm_golden_json_report_set_error(moeperm_golden_json_report *r, const char *sentence);
 void moeperm_golden_json_report_note_left_out(moeperm_golden_json_report *r, uint64_t cases);
+/* moeperm_golden_json_report_set_other_chip() marks the open case not
+ * judged because its golden outputs follow another chip than the device's
+ * (verdict "other-chip"): the device's chip (its name, NULL when it has
+ * none moeperm knows, and its numbers), the case's chip (its name, NULL or
+ * "" for one given by numbers alone, and its numbers) and the sentence
+ * that says so. */
+int moeperm_golden_json_report_set_other_chip(moeperm_golden_json_report *r,
+                                              const char *device_name,
+                                              const moeperm_chip *device,
+                                              const char *case_name,
+                                              const moeperm_chip *case_chip,
+                                              const char *sentence);
 int moeperm_golden_json_report_write_path(const moeperm_golden_json_report *r, const char *path, char *err,
                                   size_t err_len);
 void moeperm_golden_json_report_free(moeperm_golden_json_report *r);

@@ -16,7 +16,9 @@ bit patterns, in arguments and in results; torch uses torch.bfloat16.
                              sorted_indices, probs=None, padded_mode=False,
                              restore_shape=None, *, chip=None, out=None)
         -> (permuted_tokens_grad, probs_grad)
-    Chip, CHIP_A2: the chip whose reduction order probs_grad follows
+    Chip, CHIP_A2: the chip whose reduction order probs_grad follows;
+        Chip.by_name("Ascend910B3") and chip_names(): the named Atlas A2/A3
+        chips (every chip= takes a name too)
     route(expert_ids, num_experts=None) -> sorted_indices
     bf16_to_float32, float32_to_bf16, float16_to_float32, float32_to_float16
     version() -> the loaded libmoeperm's version
@@ -36,12 +38,12 @@ import importlib
 
 from ._capi import Error, library_path
 from ._convert import bf16_to_float32, float16_to_float32, float32_to_bf16, float32_to_float16
-from ._ops import (CHIP_A2, Chip, moe_token_permute, moe_token_permute_grad,
+from ._ops import (CHIP_A2, Chip, chip_names, moe_token_permute, moe_token_permute_grad,
                    moe_token_unpermute, moe_token_unpermute_grad, route, version)
 
 __version__ = version()
 
-__all__ = ["CHIP_A2", "Chip", "Error", "bf16_to_float32", "float16_to_float32",
+__all__ = ["CHIP_A2", "Chip", "Error", "bf16_to_float32", "chip_names", "float16_to_float32",
            "float32_to_bf16", "float32_to_float16", "library_path", "moe_token_permute",
            "moe_token_permute_grad", "moe_token_unpermute", "moe_token_unpermute_grad", "route",
            "version"]

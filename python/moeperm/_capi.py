@@ -203,6 +203,8 @@ class ChipStruct(ctypes.Structure):
 
 
 _PROTOTYPES["moeperm_executor_set_chip"] = (c_int32, [c_void_p, POINTER(ChipStruct)])
+_PROTOTYPES["moeperm_chip_by_name"] = (c_int32, [ctypes.c_char_p, POINTER(ChipStruct)])
+_PROTOTYPES["moeperm_chip_names"] = (ctypes.c_char_p, [])
 
 
 def _int64(name, value):

@@ -35,15 +35,20 @@ class Tensor(Structure):
                 ("data", c_void_p), ("bytes", c_size_t)]
 
 
+CHIP_NAME_MAX = 32    # MOEPERM_GOLDEN_CHIP_NAME_MAX
+
+
 class Attrs(Structure):
     _fields_ = [("top_k", c_int64), ("num_out_tokens", c_int64), ("padded_mode", c_bool),
                 ("restore_shape_len", c_uint64), ("restore_shape", c_int64 * MAX_DIMS),
-                ("ub_bytes", c_int64), ("vector_cores", c_int64)]
+                ("ub_bytes", c_int64), ("vector_cores", c_int64),
+                ("chip", c_char * CHIP_NAME_MAX)]
 
 
 class Recipe(Structure):
     _fields_ = [("routing", c_void_p), ("values", c_void_p), ("probs_values", c_void_p),
-                ("num_experts", c_int64), ("hot_percent", c_int64), ("sentinels", c_bool)]
+                ("num_experts", c_int64), ("hot_percent", c_int64), ("sentinels", c_bool),
+                ("huge_indices", c_bool)]
 
 
 class Case(Structure):
@@ -67,7 +72,10 @@ class Spec(Structure):
                 ("hidden_size", c_int64), ("num_rows", c_int64), ("num_out_tokens", c_int64),
                 ("num_experts", c_int64), ("hot_percent", c_int), ("sentinels", c_bool),
                 ("values", c_int), ("probs_values", c_int), ("routing", c_int),
-                ("ub_bytes", c_int64), ("vector_cores", c_int64), ("seed", c_uint64)]
+                ("ub_bytes", c_int64), ("vector_cores", c_int64), ("seed", c_uint64),
+                ("padded_mode", c_bool), ("num_topk", c_int64), ("extra_indices", c_int64),
+                ("huge_indices", c_bool), ("hidden_outer", c_int64),
+                ("chip", c_char * CHIP_NAME_MAX)]
 
 
 class Diff(Structure):

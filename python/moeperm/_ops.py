@@ -25,11 +25,42 @@ class Chip(collections.namedtuple("Chip", ["ub_bytes", "vector_cores"])):
     """The two parameters of an Ascend chip that MoeTokenUnpermuteGrad's
     tiling reads, and so the order in which its probs_grad is summed:
     unified-buffer bytes of one vector core, and the vector (AIV) cores the
-    tokens are spread over.  ``CHIP_A2`` is Atlas A2 (and A3), the default."""
+    tokens are spread over.  ``CHIP_A2`` is Atlas A2 (and A3), the default.
+    ``Chip.by_name("Ascend910B3")`` is a named chip's (chip_names() lists
+    them); a chip without a name is given by its two numbers."""
     __slots__ = ()
+
+    @classmethod
+    def by_name(cls, name):
+        """Chip.by_name() returns the numbers of the chip ``name`` names, the
+        vendor's SoC_version as chip_names() spells it ("Ascend910B4-1",
+        "Ascend910_9382").  Raises ValueError for a name moeperm does not
+        know (a chip without a name is Chip(ub_bytes, vector_cores)),
+        TypeError for a name that is not a str."""
+        if not isinstance(name, str):
+            raise TypeError("chip name is a %s; it must be a str such as \"Ascend910B3\""
+                            % type(name).__name__)
+        chip = _capi.ChipStruct()
+        try:
+            encoded = name.encode()
+        except UnicodeEncodeError:
+            encoded = None
+        if encoded is None or b"\0" in encoded or _capi.function("moeperm_chip_by_name")(
+                encoded, ctypes.byref(chip)) != _capi.SUCCESS:
+            raise ValueError("chip is \"%s\", which is not a chip moeperm knows (%s); a chip "
+                             "without a name is moeperm.Chip(ub_bytes, vector_cores)"
+                             % (name, ", ".join(chip_names())))
+        return cls(chip.ub_bytes, chip.vector_cores)
 
 
 CHIP_A2 = Chip(ub_bytes=196352, vector_cores=48)
+
+
+def chip_names():
+    """chip_names() returns the names of the Atlas A2 and A3 chips moeperm
+    knows, in the order of moeperm_chip_names() (include/moeperm/moeperm.h),
+    each a name Chip.by_name() and every ``chip=`` take."""
+    return tuple(_capi.function("moeperm_chip_names")().decode().split())
 
 
 def _integer(value, name):
@@ -188,7 +219,9 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *
     tokens: [tokens_num, hidden_size], np.float32, np.float16, np.uint16
         (np.uint16 arrays hold bf16 bit patterns) or np.int8, or a CPU
         torch.Tensor of torch.float32, torch.float16, torch.bfloat16 or
-        torch.int8.
+        torch.int8; or of a higher rank, [tokens_num, ...], a token being
+        the elements of the other dims in row-major order (permuted_tokens
+        then has the tokens' shape with num_out rows).
     indices: [tokens_num, top_k] or [tokens_num] (top_k = 1), int32 or int64
         expert ids, numpy or torch; ids in [0, 16777214], or exactly the
         minimum or maximum of the dtype (sorted first or last).
@@ -209,7 +242,10 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *
     or ValueError naming the argument for arguments of the wrong type,
     dtype, rank or device.  Releases the GIL while it computes; thread safe.
     """
-    tokens_view = view(tokens, "tokens", _FLOATS + (_INT8,), 2, "[tokens_num, hidden_size]")
+    tokens_view = view(tokens, "tokens", _FLOATS + (_INT8,))
+    if len(tokens_view.shape) < 2:
+        raise ValueError("tokens has %d dims; it must have 2 ([tokens_num, hidden_size]) or more "
+                         "([tokens_num, ...])" % len(tokens_view.shape))
     indices_view = view(indices, "indices", (INT32, INT64))
     if len(indices_view.shape) not in (1, 2):
         raise ValueError("indices has %d dims; it must have 2 ([tokens_num, top_k]) or 1 "
@@ -220,13 +256,13 @@ def moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False, *
     rows = count + slots if count <= 0 else count
     rows = min(max(rows, 0), slots)
     if out is None:
-        permuted, permuted_view = _arrays.empty(tokens_view, (rows, tokens_view.shape[1]),
+        permuted, permuted_view = _arrays.empty(tokens_view, (rows,) + tuple(tokens_view.shape[1:]),
                                                 tokens_view.dtype, "permuted_tokens")
         sorted_indices, sorted_view = _arrays.empty(tokens_view, (slots,), INT32,
                                                     "sorted_indices")
     else:
         permuted, sorted_indices = _out_pair(out, ("permuted_tokens", "sorted_indices"))
-        permuted_view = _same_dtype(view(permuted, "out[0]", _FLOATS + (_INT8,), 2,
+        permuted_view = _same_dtype(view(permuted, "out[0]", _FLOATS + (_INT8,), None,
                                          "[num_out, hidden_size]", out=True), tokens_view,
                                     "tokens")
         sorted_view = view(sorted_indices, "out[1]", (INT32,), 1, "[tokens_num * top_k]",
@@ -292,18 +328,26 @@ def moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode
     return result
 
 
-def _chip_struct(chip):
+def chip_of(chip):
+    """``chip`` as a Chip: a chip name (Chip.by_name()), a Chip, or a pair of
+    integers."""
     if isinstance(chip, Chip):
+        return chip
+    if isinstance(chip, str):
+        return Chip.by_name(chip)
+    words = ("chip is a %s; it must be a moeperm.Chip(ub_bytes, vector_cores), a chip's name "
+             "(a str such as \"Ascend910B3\") or None for Atlas A2" % type(chip).__name__)
+    if isinstance(chip, bytes):
+        raise TypeError(words)
+    try:
         ub_bytes, cores = chip
-    elif isinstance(chip, (str, bytes)):
-        raise TypeError("chip is a %s; it must be a moeperm.Chip(ub_bytes, vector_cores) or "
-                        "None for Atlas A2" % type(chip).__name__)
-    else:
-        try:
-            ub_bytes, cores = chip
-        except (TypeError, ValueError):
-            raise TypeError("chip is a %s; it must be a moeperm.Chip(ub_bytes, vector_cores) "
-                            "or None for Atlas A2" % type(chip).__name__) from None
+    except (TypeError, ValueError):
+        raise TypeError(words) from None
+    return Chip(ub_bytes, cores)
+
+
+def _chip_struct(chip):
+    ub_bytes, cores = chip_of(chip)
     return _capi.ChipStruct(_int64_value(ub_bytes, "chip ub_bytes"),
                             _int64_value(cores, "chip vector_cores"))
 
@@ -335,9 +379,11 @@ def moe_token_unpermute_grad(permuted_tokens, unpermuted_tokens_grad, sorted_ind
     probs: None, or [tokens_num, top_k] float32, float16 or bf16.
     padded_mode: ignored, as the Atlas A2/A3 device ignores it.
     restore_shape: None or a sequence of integers; accepted and ignored.
-    chip: the chip whose reduction order probs_grad follows, a
-        moeperm.Chip(ub_bytes, vector_cores); None means moeperm.CHIP_A2,
-        Atlas A2 (and A3).  Only probs_grad depends on it.
+    chip: the chip whose reduction order probs_grad follows: a chip's name
+        ("Ascend910B3", one of moeperm.chip_names()) or a
+        moeperm.Chip(ub_bytes, vector_cores) for a chip without one; None
+        means moeperm.CHIP_A2, Atlas A2 (and A3).  Only probs_grad depends
+        on it.
     out: optional (permuted_tokens_grad, probs_grad) to write into (and
         return); probs_grad None exactly when probs is None.
 

@@ -31,7 +31,9 @@ kernel:
 
 ``chip`` (``[ub_bytes, vector_cores]``, a keyword torch_npu does not have)
 picks the chip whose reduction order the gradient of probs follows; None is
-Atlas A2.  Each also has an ``.out`` overload that writes into tensors the
+Atlas A2.  An operator's schema holds numbers only; the Python functions
+(moeperm.torch, moeperm.torch_npu) take a chip's name too and pass its
+numbers.  Each also has an ``.out`` overload that writes into tensors the
 caller made (the C API's output names, as keywords: ``permute_tokens_out``
 and ``sorted_indices_out``; ``out``; ``permuted_tokens_grad_out`` and
 ``probs_grad_out``), for loops that should not pay for fresh results.

@@ -110,8 +110,10 @@ class Case:
     name, description, generator, command, seed: the manifest's fields.
     path: the directory the case was read from (as given), or None.
     attrs: the operator's attributes under its function's keyword names
-        (num_topk; num_out_tokens; restore_shape; chip, a moeperm.Chip or
-        None for Atlas A2; padded_mode).
+        (num_topk, -1 as the manifest gives it; num_out_tokens;
+        restore_shape; chip: the chip's name for a case made for a named
+        chip ("Ascend910B3"), else a moeperm.Chip, or None for Atlas A2;
+        padded_mode).
     inputs, expected, exact: dicts of numpy arrays in the operator's
         argument order: the inputs, the golden outputs, and (for
         MoeTokenUnpermuteGrad with probs) "probs_grad_exact", the float64
@@ -180,7 +182,8 @@ class Case:
                                       if a.restore_shape_len else None)
         if c.op == _g.OP_UNPERMUTE_GRAD:
             self._chip_fields = (a.ub_bytes, a.vector_cores)
-            attrs["chip"] = self._chip_of_fields()
+            # A case made for a named chip keeps its name.
+            attrs["chip"] = a.chip.decode() if a.chip else self._chip_of_fields()
         attrs["padded_mode"] = bool(a.padded_mode)
         self.attrs = {key: attrs[key] for key in _ATTRS[self.op]}
         r = c.recipe
@@ -189,7 +192,8 @@ class Case:
             self.recipe = {"routing": _g.string(r.routing), "values": _g.string(r.values),
                            "probs_values": _g.string(r.probs_values),
                            "num_experts": r.num_experts, "hot_percent": r.hot_percent,
-                           "sentinels": bool(r.sentinels)}
+                           "sentinels": bool(r.sentinels),
+                           "huge_indices": bool(r.huge_indices)}
         if with_data:
             tensors = {_g.ROLE_INPUT: {}, _g.ROLE_OUTPUT: {}, _g.ROLE_EXACT: {}}
             for i in range(c.tensor_count):
@@ -322,12 +326,13 @@ class Case:
                  dtype=None, seed=1, num_rows=None, num_out_tokens=0, index_dtype="int32",
                  sentinels=False, probs_dtype=None, has_probs=True, probs_values="normal",
                  ub_bytes=None, vector_cores=None, num_experts=None, hot_percent=50,
-                 values="normal", routing="routed", name=None):
+                 values="normal", routing="routed", name=None, chip=None, padded_mode=False,
+                 num_topk=None, extra_indices=0, huge_indices=False, hidden_outer=None):
         """Case.generate() returns the custom case `moeperm golden` writes
         for the same options, the same bytes.  Each keyword is the field of
         moeperm_golden_spec (include/moeperm/golden.h) of that name, the
         names the manifest uses: tokens_num is the tool's --tokens, top_k
-        --topk, hidden_size --hidden, num_rows --rows, num_experts --experts,
+        --top-k, hidden_size --hidden, num_rows --rows, num_experts --experts,
         hot_percent --hot, has_probs=False --no-probs.  None stands where the
         tool has a default that depends on others (num_rows:
         tokens_num*top_k; num_experts: max(64, 2*top_k); ub_bytes and
@@ -342,7 +347,17 @@ class Case:
             ("fp16"), "bf16" ("bfloat16"), "int8", "int32", "int64", or a
             numpy dtype (np.uint16 meaning bf16).
         values, probs_values, routing: value kinds and routings, named as
-            the tool names them (`moeperm golden --help`).
+            the tool names them (`moeperm golden --help`; "repeats" and
+            "sparse" are sorted_indices that are no permutation).
+        num_topk: MoeTokenPermuteGrad's num_topk as recorded, when it is
+            not top_k: -1 (taken as 1) with top_k 1, as the tool's --top-k
+            -1 records.
+        chip: MoeTokenUnpermuteGrad's chip by name ("Ascend910B3", recorded
+            as such), or a moeperm.Chip (its numbers, as ub_bytes and
+            vector_cores give them).
+        padded_mode, extra_indices, huge_indices, hidden_outer: the input
+            domain's edge, as --padded-mode, --extra-indices,
+            --huge-indices and --hidden-outer (docs/golden-format.md).
         Raises TypeError or ValueError naming the keyword for a value the
         tool would refuse, CaseError with the library's sentence for a spec
         it refuses."""
@@ -354,6 +369,21 @@ class Case:
                                 "dtype)" % key)
         tokens = _ranged(tokens_num, "tokens_num", 1, GOLDEN_MAX_DIM)
         top_k = _ranged(top_k, "top_k", 1, _ops.MAX_TOP_K)
+        num_topk = 0 if num_topk is None else _ops._int64_value(num_topk, "num_topk")
+        extra = _ranged(extra_indices, "extra_indices", 0, _INT32_MAX)
+        outer = 0 if hidden_outer is None else _ranged(hidden_outer, "hidden_outer", 1,
+                                                       GOLDEN_MAX_DIM)
+        chip_name = b""
+        if isinstance(chip, str):
+            _ops.Chip.by_name(chip)
+            chip_name = chip.encode()
+        elif chip is not None:
+            named = _ops.chip_of(chip)
+            for key, given, value in (("ub_bytes", ub_bytes, named.ub_bytes),
+                                      ("vector_cores", vector_cores, named.vector_cores)):
+                if given is not None and given != value:
+                    raise ValueError("chip gives %s %d, and %s is %d" % (key, value, key, given))
+            ub_bytes, vector_cores = named
         hidden = _ranged(hidden_size, "hidden_size", 1, GOLDEN_MAX_DIM)
         num_out = _ranged(num_out_tokens, "num_out_tokens", -_INT32_MAX, _INT32_MAX)
         rows = -1 if num_rows is None else _ranged(num_rows, "num_rows", 0, _INT32_MAX)
@@ -381,6 +411,13 @@ class Case:
         spec.num_out_tokens = num_out
         spec.ub_bytes, spec.vector_cores = ub, cores
         spec.tokens_num, spec.top_k, spec.hidden_size = tokens, top_k, hidden
+        # The spec says 0 for "as top_k"; the library refuses what else is
+        # not -1 with a sentence.
+        spec.num_topk = 0 if num_topk == top_k else num_topk
+        spec.padded_mode = _ops._bool(padded_mode, "padded_mode")
+        spec.extra_indices, spec.hidden_outer = extra, outer
+        spec.huge_indices = _ops._bool(huge_indices, "huge_indices")
+        spec.chip = chip_name
         spec.num_rows, spec.num_experts, spec.hot_percent = rows, experts, hot
         spec.seed = seed
         if name is not None:
@@ -459,6 +496,7 @@ class Case:
                 c.recipe.num_experts = r["num_experts"]
                 c.recipe.hot_percent = r["hot_percent"]
                 c.recipe.sentinels = bool(r.get("sentinels"))
+                c.recipe.huge_indices = bool(r.get("huge_indices"))
             tensors = self._loaded()
             for name, role, _, static_name in _g.slots(code):
                 if role != _g.ROLE_INPUT and not with_outputs:
@@ -577,7 +615,9 @@ def _check_attrs(op, attrs):
             raise ValueError("restore_shape has %d entries; at most %d are kept"
                              % (len(shape), _g.MAX_DIMS))
         result["restore_shape"] = shape
-    if result.get("chip") is not None:
+    if isinstance(result.get("chip"), str):
+        _ops.Chip.by_name(result["chip"])  # a name it knows, kept as the name
+    elif result.get("chip") is not None:
         struct = _ops._chip_struct(result["chip"])
         result["chip"] = _ops.Chip(struct.ub_bytes, struct.vector_cores)
     result["padded_mode"] = _ops._bool(result["padded_mode"], "padded_mode")
@@ -599,6 +639,10 @@ def _put_attrs(a, op, attrs, chip_fields):
         chip = attrs.get("chip")
         if chip is None:
             a.ub_bytes, a.vector_cores = 0, 0
+        elif isinstance(chip, str):
+            # A named chip: the manifest records the name and its numbers.
+            a.chip = chip.encode()
+            a.ub_bytes, a.vector_cores = _ops.Chip.by_name(chip)
         elif chip_fields != (0, 0) and tuple(chip) == tuple(_chip_from(chip_fields)):
             # As read: a manifest that named one field keeps naming one.
             a.ub_bytes, a.vector_cores = chip_fields

@@ -24,8 +24,11 @@ Tensors are CPU tensors of torch.float32, torch.float16 or torch.bfloat16
 (tokens may also be torch.int8, without gradient); indices int32 or int64,
 sorted_indices int32.  sorted_indices never has a gradient.  ``chip`` (a
 keyword that torch_npu does not have) picks the chip whose reduction order
-the gradient of probs follows: a moeperm.Chip(ub_bytes, vector_cores) or a
-pair of integers; None is Atlas A2 (moeperm.CHIP_A2).  The backward is not
+the gradient of probs follows: a chip's name ("Ascend910B3", one of
+moeperm.chip_names()), or for a chip without one a moeperm.Chip(ub_bytes,
+vector_cores) or a pair of integers; None is Atlas A2 (moeperm.CHIP_A2).
+The torch operators themselves take the numbers, ``[ub_bytes,
+vector_cores]``.  The backward is not
 itself differentiable (no double backward).  Meta tensors give the results'
 shapes and dtypes without computing.
 """
@@ -49,19 +52,13 @@ def _tensor(value, name, optional=False):
 
 
 def chip_list(chip):
-    """``chip`` (None, a moeperm.Chip or a pair of integers) as the
-    operators' ``int[]? chip`` argument."""
+    """``chip`` (None, a chip's name such as "Ascend910B3", a moeperm.Chip
+    or a pair of integers) as the operators' ``int[]? chip`` argument, which
+    holds the chip's numbers [ub_bytes, vector_cores]."""
     if chip is None:
         return None
-    if isinstance(chip, (str, bytes)):
-        raise TypeError("chip is a %s; it must be a moeperm.Chip(ub_bytes, vector_cores) or None "
-                        "for Atlas A2" % type(chip).__name__)
-    try:
-        ub_bytes, vector_cores = chip
-    except (TypeError, ValueError):
-        raise TypeError("chip is a %s; it must be a moeperm.Chip(ub_bytes, vector_cores) or None "
-                        "for Atlas A2" % type(chip).__name__) from None
-    from ._ops import _integer
+    from ._ops import _integer, chip_of
+    ub_bytes, vector_cores = chip_of(chip)
     return [_integer(ub_bytes, "chip ub_bytes"), _integer(vector_cores, "chip vector_cores")]
 
 

@@ -22,17 +22,23 @@ tensors out, the forward and backward of the device's kernels.
 
     npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False)
     npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None,
-                            padded_mode=False, restore_shape=None)
+                            padded_mode=False, restore_shape=None, *, chip=None)
     npu_moe_token_permute_grad(tokens, grad_permuted_tokens, indices, sorted_indices,
                                padded_mode=False)
     npu_moe_token_permute_grad_v2(grad_permuted_tokens, sorted_indices, tokens_size_0,
                                   tokens_dtype, num_topK, padded_mode=False)
     npu_moe_token_unpermute_grad(permuted_tokens, grad_unpermuted_tokens, sorted_indices,
-                                 probs=None, padded_mode=False, restore_shape=None)
+                                 probs=None, padded_mode=False, restore_shape=None, *,
+                                 chip=None)
     npu_moe_token_unpermute_grad_v2(grad_unpermuted_tokens, sorted_indices,
                                     permuted_tokens_size_0, permuted_tokens_dtype,
                                     probs=None, padded_mode=False, restore_shape=None,
-                                    permuted_tokens=None)
+                                    permuted_tokens=None, *, chip=None)
+
+``chip``, a keyword torch_npu does not have, is the chip whose reduction
+order the gradient of probs follows, as the device it stands for sums it: a
+chip's name ("Ascend910B3", one of moeperm.chip_names()), or for a chip
+without one a moeperm.Chip(ub_bytes, vector_cores); None is Atlas A2.
 
 Nothing else of torch_npu is here: no devices, streams, ``tensor.npu()`` or
 other operators; asking for one raises AttributeError naming what is.
@@ -43,6 +49,7 @@ import sys
 import warnings
 
 from . import _torch_ops
+from .torch import chip_list
 
 __all__ = ["npu_moe_token_permute", "npu_moe_token_unpermute", "npu_moe_token_permute_grad",
            "npu_moe_token_permute_grad_v2", "npu_moe_token_unpermute_grad",
@@ -57,10 +64,11 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
 
 
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False,
-                            restore_shape=None):
-    """torch_npu.npu_moe_token_unpermute: unpermuted_tokens."""
+                            restore_shape=None, *, chip=None):
+    """torch_npu.npu_moe_token_unpermute: unpermuted_tokens (its backward
+    sums the gradient of probs in the order of ``chip``)."""
     return _op("npu_moe_token_unpermute")(permuted_tokens, sorted_indices, probs, padded_mode,
-                                           _shape(restore_shape))
+                                           _shape(restore_shape), chip=chip_list(chip))
 
 
 def npu_moe_token_permute_grad(tokens, grad_permuted_tokens, indices, sorted_indices,
@@ -80,23 +88,24 @@ def npu_moe_token_permute_grad_v2(grad_permuted_tokens, sorted_indices, tokens_s
 
 
 def npu_moe_token_unpermute_grad(permuted_tokens, grad_unpermuted_tokens, sorted_indices,
-                                 probs=None, padded_mode=False, restore_shape=None):
+                                 probs=None, padded_mode=False, restore_shape=None, *, chip=None):
     """torch_npu.npu_moe_token_unpermute_grad: (the gradient of
     permuted_tokens, the gradient of probs; 0-dim without probs)."""
     return _op("npu_moe_token_unpermute_grad")(permuted_tokens, grad_unpermuted_tokens,
                                                 sorted_indices, probs, padded_mode,
-                                                _shape(restore_shape))
+                                                _shape(restore_shape), chip=chip_list(chip))
 
 
 def npu_moe_token_unpermute_grad_v2(grad_unpermuted_tokens, sorted_indices,
                                     permuted_tokens_size_0, permuted_tokens_dtype, probs=None,
-                                    padded_mode=False, restore_shape=None, permuted_tokens=None):
+                                    padded_mode=False, restore_shape=None, permuted_tokens=None,
+                                    *, chip=None):
     """torch_npu.npu_moe_token_unpermute_grad_v2, the backward of
     npu_moe_token_unpermute: (the gradient of permuted_tokens, the gradient
     of probs; 0-dim without probs)."""
     return _op("npu_moe_token_unpermute_grad_v2")(
         grad_unpermuted_tokens, sorted_indices, permuted_tokens_size_0, permuted_tokens_dtype,
-        probs, padded_mode, _shape(restore_shape), permuted_tokens)
+        probs, padded_mode, _shape(restore_shape), permuted_tokens, chip=chip_list(chip))
 
 
 def _shape(value):

@@ -24,15 +24,15 @@
 #include "core/internal.h"
 #include "permute/permute.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#define PERMUTE_HAVE_STREAM 1
+#ifdef MOEPERM_HAVE_X86_PATH
+#include "x86/x86.h"
 #endif
 
 /* Outputs at least this large are written with non-temporal stores where
- * the CPU has them (SSE2, every x86-64): nobody reads the copies soon, and
- * skipping the read-for-ownership of each destination line saves a third of
- * the traffic.  memcpy() does the same for large copies. */
+ * the instruction set the library chose has them (the x86 ones:
+ * src/x86/copy_template.h): nobody reads the copies soon, and skipping the
+ * read-for-ownership of each destination line saves a third of the
+ * traffic.  memcpy() does the same for large copies. */
 #define STREAM_MIN_BYTES (INT64_C(8) << 20)
 
 /* The ids the device sorts correctly, [0, ID_LIMIT), besides the two
@@ -291,44 +291,18 @@ static void sort_keys(const moeperm_tensor *ix, int64_t top_k, int64_t count, in
                 keys[i] = largest + 1;
 }
 
-#ifdef PERMUTE_HAVE_STREAM
-/* memcpy() with non-temporal stores for the 16-byte-aligned middle. */
-static void stream_copy(char *restrict dst, const char *restrict src, size_t bytes)
-{
-    size_t head = (16u - ((uintptr_t)dst & 15u)) & 15u;
-    head = head < bytes ? head : bytes;
-    memcpy(dst, src, head);
-    size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-        _mm_stream_si128((__m128i *)(dst + i), a);
-        _mm_stream_si128((__m128i *)(dst + i + 16), b);
-        _mm_stream_si128((__m128i *)(dst + i + 32), c);
-        _mm_stream_si128((__m128i *)(dst + i + 48), d);
-    }
-    for (; i + 16 <= bytes; i += 16)
-        _mm_stream_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
-    memcpy(dst + i, src + i, bytes - i);
-}
-#endif
-
 /* Copies one row of `hidden` elements of `size` bytes between views with
- * column strides src_step and dst_step. */
+ * column strides src_step and dst_step; stream_copy, when not NULL, copies
+ * a contiguous row past the caches. */
 static void copy_row(char *restrict dst, int64_t dst_step, const char *restrict src,
-                     int64_t src_step, int64_t hidden, int64_t size, bool stream)
+                     int64_t src_step, int64_t hidden, int64_t size,
+                     void (*stream_copy)(void *, const void *, size_t))
 {
     if (src_step == 1 && dst_step == 1) {
-#ifdef PERMUTE_HAVE_STREAM
-        if (stream) {
+        if (stream_copy)
             stream_copy(dst, src, (size_t)(hidden * size));
-            return;
-        }
-#endif
-        (void)stream;
-        memcpy(dst, src, (size_t)(hidden * size));
+        else
+            memcpy(dst, src, (size_t)(hidden * size));
         return;
     }
     int64_t ds = dst_step * size, ss = src_step * size;
@@ -424,7 +398,14 @@ moeperm_status moeperm_permute_run(const struct moeperm_permute_plan *plan, int 
          * waiting on a busy machine leaves its share to the others. */
         int64_t run = tokens_num / ((int64_t)team * 8);
         run = run < 1 ? 1 : run > 64 ? 64 : run;
-        bool stream = num_out * hidden * size >= STREAM_MIN_BYTES;
+        void (*stream_copy)(void *, const void *, size_t) = NULL;
+        void (*fence)(void) = NULL;
+#ifdef MOEPERM_HAVE_X86_PATH
+        const moeperm_x86_kernels *kernels =
+            moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
+        if (kernels && num_out * hidden * size >= STREAM_MIN_BYTES)
+            stream_copy = kernels->stream_copy, fence = kernels->fence;
+#endif
         (void)team;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team) if (team > 1)
@@ -438,18 +419,16 @@ moeperm_status moeperm_permute_run(const struct moeperm_permute_plan *plan, int 
                     int64_t row = ranks[n * top_k + k];
                     if (row < num_out && folds)
                         copy_row(dst + row * dst_row, dst_step, src + n * src_row, src_step,
-                                 hidden, size, stream);
+                                 hidden, size, stream_copy);
                     else if (row < num_out)
                         copy_elements(dst + row * dst_row, out, src + n * src_row, tokens,
                                       hidden, size);
                 }
             }
-#ifdef PERMUTE_HAVE_STREAM
             /* makes this thread's non-temporal stores visible before the
              * run returns */
-            if (stream)
-                _mm_sfence();
-#endif
+            if (fence)
+                fence();
         }
     }
 

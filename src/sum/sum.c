@@ -25,6 +25,7 @@
 #include "core/fp.h"
 #include "core/fp_env.h"
 #include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
@@ -143,9 +144,10 @@ void moeperm_sum_run(const struct moeperm_sum *plan, int threads, moeperm_isa is
     int team = moeperm_sum_threads(plan, threads);
     isa = moeperm_isa_resolve(isa);
 #ifdef MOEPERM_HAVE_X86_PATH
+    const moeperm_x86_kernels *kernels = moeperm_x86_kernels_for(isa);
     bool unit_columns = plan->permuted.strides[1] == 1 && plan->out.strides[1] == 1;
-    if (isa != MOEPERM_ISA_PORTABLE && unit_columns) {
-        moeperm_x86_run(plan, team, isa == MOEPERM_ISA_X86_AVX512);
+    if (kernels && unit_columns) {
+        moeperm_x86_run(plan, team, kernels);
         return;
     }
 #endif

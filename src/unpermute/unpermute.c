@@ -22,12 +22,12 @@
  * optimistically, with plain additions, and summed again with the NaN
  * order pinned only when it ends with a NaN (see DEFINE_ROW_OPS).
  *
- * That portable loop is the reference.  Where the sum runs its x86 fast
- * path (the same choice, src/core/dispatch.c's) and the rows and out have
- * unit column strides, the operator runs that path's scaled segments
- * instead (src/x86/), which keep the sums in registers across all of a
- * token's rows; tests/core/test_fast_paths.c holds them to this loop bit
- * for bit.
+ * That portable loop is the reference.  Where the library's one choice of
+ * instruction set (src/core/dispatch.c) is an x86 one and the rows and out
+ * have unit column strides, the operator runs that set's scaled segments
+ * instead (src/x86/permute_grad_template.h), which keep the sums in
+ * registers across all of a token's rows; tests/core/test_fast_paths.c
+ * holds them to this loop bit for bit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,7 @@
 #include "core/internal.h"
 #include "core/kernel.h"
 #include "unpermute/unpermute.h"
+#include "sum/sum_x86.h"
 
 /* Columns per task: 8 KiB of fp32 accumulators, comfortably inside L1. */
 #define COLUMN_BLOCK 2048
@@ -308,10 +309,10 @@ void moeperm_unpermute_run(const struct moeperm_unpermute_plan *plan, int thread
     int64_t tasks = tokens * blocks;
 #ifdef MOEPERM_HAVE_X86_PATH
     /* the same choice as the sum's in moeperm_sum_run() */
-    moeperm_isa isa = moeperm_isa_resolve(MOEPERM_ISA_AUTO);
-    if (isa != MOEPERM_ISA_PORTABLE && plan->sum.permuted.strides[1] == 1 &&
-        plan->sum.out.strides[1] == 1) {
-        moeperm_x86_run_unpermute(&plan->sum, &plan->probs, team, isa == MOEPERM_ISA_X86_AVX512);
+    const moeperm_x86_kernels *kernels =
+        moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
+    if (kernels && plan->sum.permuted.strides[1] == 1 && plan->sum.out.strides[1] == 1) {
+        moeperm_x86_run_unpermute(&plan->sum, &plan->probs, team, kernels);
         return;
     }
 #endif

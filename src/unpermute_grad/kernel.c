@@ -3,20 +3,18 @@
  * model of model.h over a validated plan (unpermute_grad.c makes plans).
  *
  * The kernel works token by token (threads take runs of tokens, so no
- * output element depends on how many there are).  For a token it walks
- * the chunks of the tiling in column order; per chunk it widens the chunk
- * of g once, then takes the slots four at a time, 256 columns at a time:
- * one loop computes a block's products and its row of permuted_tokens_grad
- * (so that the misses of the permuted_tokens rows overlap arithmetic), the
- * block goes through the chunk's first reduction step at once, and the
- * rest of the reduction follows per slot, its sum added to the slot's
- * accumulator.  The portable C is compiled once more for AVX2 and once for
- * AVX-512 (the same source with another target, chosen at run time like
- * the permute-grad kernel's paths), so the folds and the pairwise levels
- * vectorise without a line of the model being written twice; only the
- * fp16 conversions of a row use the F16C instructions, whose bits equal
- * fp.h's (src/permute_grad_x86.c says why, tests/core/test_fast_paths.c checks),
- * and only the x86 paths stream large outputs with non-temporal stores.
+ * output element depends on how many there are).  This file holds the
+ * portable loop, which is the reference every other path is held to, and
+ * the choice of path: a plan whose views have unit column strides runs the
+ * x86 template of the instruction set the library's one choice resolved to
+ * (src/x86/unpermute_grad_template.h, one pass per row), anything else
+ * this loop.  For a token the loop walks the chunks of the tiling in
+ * column order; per chunk it widens the chunk of g once, then takes the
+ * slots four at a time, 256 columns at a time: one loop computes a block's
+ * products and its row of permuted_tokens_grad (so that the misses of the
+ * permuted_tokens rows overlap arithmetic), the block goes through the
+ * chunk's first reduction step at once, and the rest of the reduction
+ * follows per slot, its sum added to the slot's accumulator.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,28 +29,19 @@
 #include "core/checks.h"
 #include "core/internal.h"
 #include "core/kernel.h"
+#include "unpermute_grad/kernel.h"
 #include "unpermute_grad/model.h"
 #include "unpermute_grad/unpermute_grad.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
-#include <immintrin.h>
+#include "x86/x86.h"
 #endif
 
 /* ---------------------------------------------------------------------- */
 /* The kernel                                                             */
 /* ---------------------------------------------------------------------- */
 
-/* A plan resolved to pointers at element 0 and strides in elements. */
-typedef struct ug_ctx {
-    const char *tokens, *grad, *probs;
-    const int32_t *indices;
-    char *tokens_grad, *probs_grad;
-    int64_t tokens_s0, tokens_s1, grad_s0, grad_s1, probs_s0, probs_s1;
-    int64_t tokens_grad_s0, tokens_grad_s1, probs_grad_s0, probs_grad_s1, indices_s;
-    int64_t tokens_num, top_k, hidden, rows, size, probs_size;
-    moeperm_dtype dtype, probs_dtype;
-    int64_t chunk, loops, tail; /* the tiling's cut of the hidden dimension */
-} ug_ctx;
+typedef moeperm_ug_ctx ug_ctx;
 
 /* The first element of a view, or NULL for one without elements (its data
  * may be NULL and its offset was never checked). */
@@ -62,45 +51,6 @@ static char *origin(const struct moeperm_tensor *t)
         return NULL;
     return (char *)t->data + t->offset * (int64_t)moeperm_dtype_size(t->dtype);
 }
-
-/* The instruction-set specific pieces of a path: fp16 rows (x86 has F16C
- * for them, whose bits equal fp.h's), and the non-temporal copy of a
- * finished row (NULL where the path has none). */
-typedef struct ug_isa {
-    void (*widen16)(const uint16_t *src, float *dst, int64_t n);
-    void (*narrow16)(const float *src, uint16_t *dst, int64_t n);
-    /* fused_block() for fp16 rows */
-    void (*fused16)(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst,
-                    int64_t n);
-    void (*stream)(char *dst, const char *src, size_t bytes);
-    /* fused_block() for an fp32 row streamed straight from registers: dst
-     * 64-byte aligned (NULL where the path has none) */
-    void (*fused32_stream)(const float *in, const float *g, float p, float *x, float *dst,
-                           int64_t n);
-} ug_isa;
-
-static void widen_fp16_portable(const uint16_t *src, float *dst, int64_t n)
-{
-    for (int64_t j = 0; j < n; j++)
-        dst[j] = fp_fp16_to_float(src[j]);
-}
-
-static void narrow_fp16_portable(const float *src, uint16_t *dst, int64_t n)
-{
-    for (int64_t j = 0; j < n; j++)
-        dst[j] = fp_float_to_fp16(src[j]);
-}
-
-static void fused_fp16_portable(const uint16_t *in, const float *g, float p, float *x,
-                                uint16_t *dst, int64_t n)
-{
-    for (int64_t j = 0; j < n; j++) {
-        x[j] = fp_fp16_to_float(in[j]) * g[j];
-        dst[j] = fp_float_to_fp16(g[j] * p);
-    }
-}
-
-#define UG_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /*
  * bf16 to float without making a signalling NaN quiet.  The kernel widens
@@ -122,8 +72,8 @@ static inline uint16_t float_to_bf16_no_nan(float value)
 }
 
 /* dst[j] = widen(src[j * stride]) (see bf16_bits_to_float() for bf16). */
-UG_ALWAYS_INLINE void widen_row(moeperm_dtype dtype, const char *src, int64_t stride,
-                                float *restrict dst, int64_t n, const ug_isa *isa)
+static void widen_row(moeperm_dtype dtype, const char *src, int64_t stride, float *restrict dst,
+                      int64_t n)
 {
     if (dtype == MOEPERM_FLOAT) {
         const float *s = (const float *)src;
@@ -139,17 +89,14 @@ UG_ALWAYS_INLINE void widen_row(moeperm_dtype dtype, const char *src, int64_t st
                 dst[j] = bf16_bits_to_float(s[j * stride]);
     } else {
         const uint16_t *s = (const uint16_t *)src;
-        if (stride == 1)
-            isa->widen16(s, dst, n);
-        else
-            for (int64_t j = 0; j < n; j++)
-                dst[j] = fp_fp16_to_float(s[j * stride]);
+        for (int64_t j = 0; j < n; j++)
+            dst[j] = fp_fp16_to_float(s[j * stride]);
     }
 }
 
 /* dst[j * stride] = narrow(src[j]). */
-UG_ALWAYS_INLINE void narrow_row(moeperm_dtype dtype, const float *restrict src, char *dst,
-                                 int64_t stride, int64_t n, const ug_isa *isa)
+static void narrow_row(moeperm_dtype dtype, const float *restrict src, char *dst, int64_t stride,
+                       int64_t n)
 {
     if (dtype == MOEPERM_FLOAT) {
         float *d = (float *)dst;
@@ -161,18 +108,14 @@ UG_ALWAYS_INLINE void narrow_row(moeperm_dtype dtype, const float *restrict src,
             d[j * stride] = fp_float_to_bf16(src[j]);
     } else {
         uint16_t *d = (uint16_t *)dst;
-        if (stride == 1)
-            isa->narrow16(src, d, n);
-        else
-            for (int64_t j = 0; j < n; j++)
-                d[j * stride] = fp_float_to_fp16(src[j]);
+        for (int64_t j = 0; j < n; j++)
+            d[j * stride] = fp_float_to_fp16(src[j]);
     }
 }
 
 /* x[j] = fl(widen(row[j * stride]) * g[j]): the products of one block. */
-UG_ALWAYS_INLINE void products(moeperm_dtype dtype, const char *row, int64_t stride,
-                               const float *restrict g, float *restrict x, int64_t n,
-                               const ug_isa *isa)
+static void products(moeperm_dtype dtype, const char *row, int64_t stride,
+                     const float *restrict g, float *restrict x, int64_t n)
 {
     if (stride == 1 && dtype == MOEPERM_FLOAT) {
         const float *s = (const float *)row;
@@ -183,7 +126,7 @@ UG_ALWAYS_INLINE void products(moeperm_dtype dtype, const char *row, int64_t str
         for (int64_t j = 0; j < n; j++)
             x[j] = bf16_bits_to_float(s[j]) * g[j];
     } else {
-        widen_row(dtype, row, stride, x, n, isa);
+        widen_row(dtype, row, stride, x, n);
         for (int64_t j = 0; j < n; j++)
             x[j] = x[j] * g[j];
     }
@@ -200,7 +143,7 @@ static inline bool is_nan_bits(uint32_t bits)
  * the first operand: g's NaN made quiet, else p's made quiet (0 * inf: the
  * host's default NaN).
  */
-UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, float p, int64_t n)
+static void scale_pinned(float *restrict t, const float *restrict g, float p, int64_t n)
 {
     uint32_t p_bits = fp_bits(p);
     uint32_t p_nan = 0u - (uint32_t)is_nan_bits(p_bits);
@@ -218,9 +161,8 @@ UG_ALWAYS_INLINE void scale_pinned(float *restrict t, const float *restrict g, f
  * loads of a row of permuted_tokens, which miss the caches, then overlap
  * the arithmetic of the permuted_tokens_grad row instead of stalling a loop
  * of their own: x[j] = fl(widen(in[j]) * g[j]), to[j] = narrow(g[j] * p). */
-UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const float *restrict g,
-                                  float p, float *restrict x, char *to, int64_t n,
-                                  const ug_isa *isa)
+static void fused_block(moeperm_dtype dtype, const char *in, const float *restrict g, float p,
+                        float *restrict x, char *to, int64_t n)
 {
     if (dtype == MOEPERM_FLOAT) {
         const float *s = (const float *)in;
@@ -237,7 +179,12 @@ UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const flo
             d[j] = float_to_bf16_no_nan(g[j] * p);
         }
     } else {
-        isa->fused16((const uint16_t *)in, g, p, x, (uint16_t *)to, n);
+        const uint16_t *s = (const uint16_t *)in;
+        uint16_t *d = (uint16_t *)to;
+        for (int64_t j = 0; j < n; j++) {
+            x[j] = fp_fp16_to_float(s[j]) * g[j];
+            d[j] = fp_float_to_fp16(g[j] * p);
+        }
     }
 }
 
@@ -248,9 +195,8 @@ UG_ALWAYS_INLINE void fused_block(moeperm_dtype dtype, const char *in, const flo
 /* Per-thread scratch, in floats: the slots' widened probs and
  * accumulators, one block of products, then chunk-long rows: g, the tree's
  * second buffer (which first holds a block of g * p when that may hold
- * NaNs), and for each slot computed at once its first-step sums and its
- * row of permuted_tokens_grad on the way to memory.  Rows start on 64-byte
- * boundaries. */
+ * NaNs), and for each slot computed at once its first-step sums.  Rows
+ * start on 64-byte boundaries. */
 static int64_t round16(int64_t n)
 {
     return (n + 15) / 16 * 16;
@@ -267,7 +213,7 @@ static int64_t scratch_row(const ug_ctx *c)
 
 static int64_t scratch_floats(const ug_ctx *c)
 {
-    return 2 * round16(c->top_k) + SLOT_BLOCK + (2 + 2 * SLOTS_AT_ONCE) * scratch_row(c);
+    return 2 * round16(c->top_k) + SLOT_BLOCK + (2 + SLOTS_AT_ONCE) * scratch_row(c);
 }
 
 /*
@@ -278,8 +224,8 @@ static int64_t scratch_floats(const ug_ctx *c)
  * one, x[j] = p[2j] + p[2j + 1], and an odd last column moves up alone.
  * Blocks come in column order and b0 is even.
  */
-UG_ALWAYS_INLINE void first_step(const float *restrict p, int64_t b0, int64_t width, int64_t d,
-                                 float *restrict x)
+static void first_step(const float *restrict p, int64_t b0, int64_t width, int64_t d,
+                       float *restrict x)
 {
     if (d == 0) {
         ug_pair_level(x + b0 / 2, p, width / 2);
@@ -296,77 +242,20 @@ UG_ALWAYS_INLINE void first_step(const float *restrict p, int64_t b0, int64_t wi
         lo[j] = lo[j] + hi[j];
 }
 
-/* A row of permuted_tokens_grad going out with non-temporal stores as its
- * blocks are done: only whole, aligned cache lines are streamed; the
- * partial lines at either end are stored normally. */
-typedef struct ug_out_row {
-    char *dst;
-    const char *src;
-    int64_t bytes, head, done;
-} ug_out_row;
-
-static inline void out_row_start(ug_out_row *o, char *dst, const char *src, int64_t bytes)
-{
-    o->dst = dst;
-    o->src = src;
-    o->bytes = bytes;
-    o->head = (int64_t)(-(uintptr_t)dst & 63u);
-    o->head = o->head < bytes ? o->head : bytes;
-    o->done = 0;
-}
-
-/* The first `ready` bytes of src are final: store the partial line before
- * the first boundary, then stream the whole lines. */
-static inline void out_row_advance(ug_out_row *o, int64_t ready, const ug_isa *isa)
-{
-    if (o->done < o->head) {
-        if (ready < o->head)
-            return;
-        memcpy(o->dst, o->src, (size_t)o->head);
-        o->done = o->head;
-    }
-    int64_t end = o->done + (ready - o->done) / 64 * 64;
-    if (end > o->done) {
-        isa->stream(o->dst + o->done, o->src + o->done, (size_t)(end - o->done));
-        o->done = end;
-    }
-}
-
-static inline void out_row_finish(ug_out_row *o)
-{
-    memcpy(o->dst + o->done, o->src + o->done, (size_t)(o->bytes - o->done));
-}
-
-/* One token of a plan with probs: the model of unpermute_grad_model.h. */
-UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratch,
-                                       const ug_isa *isa)
+/* One token of a plan with probs: the model of model.h. */
+static void token_with_probs(const ug_ctx *c, int64_t n, float *scratch)
 {
     int64_t top_k = c->top_k, row = scratch_row(c);
     float *p = scratch, *acc = p + round16(top_k);
     float *block = acc + round16(top_k), *g_buf = block + SLOT_BLOCK, *t = g_buf + row;
     float *x[SLOTS_AT_ONCE];
-    char *out_buf[SLOTS_AT_ONCE];
-    for (int i = 0; i < SLOTS_AT_ONCE; i++) {
-        x[i] = t + row + 2 * i * row;
-        out_buf[i] = (char *)(x[i] + row);
-    }
-    uint64_t rows = (uint64_t)c->rows;
+    for (int i = 0; i < SLOTS_AT_ONCE; i++)
+        x[i] = t + row + i * row;
     int64_t size = c->size, out_s1 = c->tokens_grad_s1;
-    bool stream = isa->stream && out_s1 == 1;
 
-    for (int64_t k = 0; k < top_k; k++) {
-        const char *pk = c->probs + (n * c->probs_s0 + k * c->probs_s1) * c->probs_size;
-        uint16_t h = 0;
-        if (c->probs_dtype == MOEPERM_FLOAT)
-            memcpy(&p[k], pk, sizeof p[k]);
-        else
-            memcpy(&h, pk, sizeof h);
-        if (c->probs_dtype == MOEPERM_BF16)
-            p[k] = fp_bf16_to_float(h);
-        else if (c->probs_dtype == MOEPERM_FLOAT16)
-            p[k] = fp_fp16_to_float(h);
+    moeperm_ug_read_probs(c, n, p);
+    for (int64_t k = 0; k < top_k; k++)
         acc[k] = 0.0f;
-    }
     for (int64_t q = 0; q < c->loops; q++) {
         int64_t c0 = q * c->chunk, len = q == c->loops - 1 ? c->tail : c->chunk;
         const char *g_row = c->grad + (n * c->grad_s0 + c0 * c->grad_s1) * size;
@@ -374,10 +263,7 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
         if (c->dtype == MOEPERM_FLOAT && c->grad_s1 == 1)
             g = (const float *)g_row;
         else
-            widen_row(c->dtype, g_row, c->grad_s1, g_buf, len, isa);
-        /* A dropped slot multiplies a row of zeros: its chunk sums to +-0,
-         * which leaves the accumulator as it is, unless g holds an inf or
-         * a NaN (0 * inf). */
+            widen_row(c->dtype, g_row, c->grad_s1, g_buf, len);
         uint32_t nan_seen = 0, special_seen = 0;
         for (int64_t j = 0; j < len; j++) {
             uint32_t magnitude = fp_bits(g[j]) & 0x7fffffffu;
@@ -386,81 +272,57 @@ UG_ALWAYS_INLINE void token_with_probs(const ug_ctx *c, int64_t n, float *scratc
         }
         for (int64_t k = 0; k < top_k;) {
             /* The next slots whose rows exist; each slot's accumulator
-             * takes its chunks in order, whatever the grouping.  Unsigned
-             * compare: a negative index is dropped like a large one. */
-            int64_t slot[SLOTS_AT_ONCE], count = 0;
+             * takes its chunks in order, whatever the grouping. */
+            int64_t slot[SLOTS_AT_ONCE], rows[SLOTS_AT_ONCE], count = 0;
             for (; k < top_k && count < SLOTS_AT_ONCE; k++) {
-                uint64_t s = (uint64_t)(int64_t)c->indices[(n * top_k + k) * c->indices_s];
-                if (s >= rows)
-                    acc[k] = acc[k] + (special_seen ? NAN : 0.0f);
+                int64_t s = moeperm_ug_row(c, n, k);
+                if (s < 0)
+                    acc[k] = acc[k] + moeperm_ug_dropped_chunk(special_seen);
                 else
-                    slot[count++] = k;
+                    slot[count] = k, rows[count++] = s;
             }
             const char *in[SLOTS_AT_ONCE];
             char *out[SLOTS_AT_ONCE];
-            bool nan_product[SLOTS_AT_ONCE], direct[SLOTS_AT_ONCE];
-            ug_out_row streamed[SLOTS_AT_ONCE];
+            bool nan_product[SLOTS_AT_ONCE];
             for (int64_t i = 0; i < count; i++) {
-                int64_t s = (int64_t)c->indices[(n * top_k + slot[i]) * c->indices_s];
-                in[i] = c->tokens + (s * c->tokens_s0 + c0 * c->tokens_s1) * size;
-                out[i] = c->tokens_grad + (s * c->tokens_grad_s0 + c0 * out_s1) * size;
+                in[i] = c->tokens + (rows[i] * c->tokens_s0 + c0 * c->tokens_s1) * size;
+                out[i] = c->tokens_grad + (rows[i] * c->tokens_grad_s0 + c0 * out_s1) * size;
                 /* g * p is a NaN only from a NaN operand or 0 * inf */
                 uint32_t p_magnitude = fp_bits(p[slot[i]]) & 0x7fffffffu;
                 nan_product[i] =
                     nan_seen || p_magnitude >= 0x7f800000u || (special_seen && p_magnitude == 0);
-                /* an aligned fp32 row needs no narrowing, so it can be
-                 * streamed from the registers that compute it */
-                direct[i] = stream && isa->fused32_stream && c->dtype == MOEPERM_FLOAT &&
-                            !nan_product[i] && c->tokens_s1 == 1 && ((uintptr_t)out[i] & 63u) == 0;
-                if (stream && !direct[i])
-                    out_row_start(&streamed[i], out[i], out_buf[i], len * size);
             }
             int64_t d = ug_first_fold(len);
             for (int64_t b0 = 0; b0 < len; b0 += SLOT_BLOCK) {
                 int64_t width = len - b0 < SLOT_BLOCK ? len - b0 : SLOT_BLOCK;
                 for (int64_t i = 0; i < count; i++) {
                     const char *from = in[i] + b0 * c->tokens_s1 * size;
-                    char *to = stream ? out_buf[i] + b0 * size : out[i] + b0 * out_s1 * size;
-                    if (direct[i]) {
-                        isa->fused32_stream((const float *)from, g + b0, p[slot[i]], block,
-                                            (float *)(out[i] + b0 * size), width);
-                    } else if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
+                    char *to = out[i] + b0 * out_s1 * size;
+                    if (nan_product[i] || out_s1 != 1 || c->tokens_s1 != 1) {
                         scale_pinned(t, g + b0, p[slot[i]], width);
-                        narrow_row(c->dtype, t, to, stream ? 1 : out_s1, width, isa);
-                        products(c->dtype, from, c->tokens_s1, g + b0, block, width, isa);
+                        narrow_row(c->dtype, t, to, out_s1, width);
+                        products(c->dtype, from, c->tokens_s1, g + b0, block, width);
                     } else {
-                        fused_block(c->dtype, from, g + b0, p[slot[i]], block, to, width, isa);
+                        fused_block(c->dtype, from, g + b0, p[slot[i]], block, to, width);
                     }
                     first_step(block, b0, width, d, x[i]);
-                    if (stream && !direct[i])
-                        out_row_advance(&streamed[i], (b0 + width) * size, isa);
                 }
             }
             for (int64_t i = 0; i < count; i++) {
-                if (stream && !direct[i])
-                    out_row_finish(&streamed[i]);
                 float sum =
                     d ? ug_reduce_folded(x[i], t, len, d) : ug_pairwise(x[i], t, (len + 1) / 2);
                 acc[slot[i]] = acc[slot[i]] + sum;
             }
         }
     }
-    for (int64_t k = 0; k < top_k; k++) {
-        float value = isnan(acc[k]) ? fp_from_bits(0x7fc00000u) : acc[k];
-        char *out = c->probs_grad + (n * c->probs_grad_s0 + k * c->probs_grad_s1) * c->probs_size;
-        if (c->probs_dtype == MOEPERM_FLOAT) {
-            memcpy(out, &value, sizeof value);
-        } else {
-            uint16_t h =
-                c->probs_dtype == MOEPERM_BF16 ? fp_float_to_bf16(value) : fp_float_to_fp16(value);
-            memcpy(out, &h, sizeof h);
-        }
-    }
+    moeperm_ug_write_probs_grad(c, n, acc);
 }
 
 /* One token of a plan without probs: its row of g, bits unchanged, into
- * the row its index names. */
-static void token_copy(const ug_ctx *c, int64_t n)
+ * the row its index names; stream_copy, when not NULL, copies a
+ * contiguous row past the caches. */
+static void token_copy(const ug_ctx *c, int64_t n,
+                       void (*stream_copy)(void *, const void *, size_t))
 {
     uint64_t s = (uint64_t)(int64_t)c->indices[n * c->indices_s];
     if (s >= (uint64_t)c->rows)
@@ -468,7 +330,10 @@ static void token_copy(const ug_ctx *c, int64_t n)
     const char *from = c->grad + n * c->grad_s0 * c->size;
     char *to = c->tokens_grad + (int64_t)s * c->tokens_grad_s0 * c->size;
     if (c->grad_s1 == 1 && c->tokens_grad_s1 == 1) {
-        memcpy(to, from, (size_t)(c->hidden * c->size));
+        if (stream_copy)
+            stream_copy(to, from, (size_t)(c->hidden * c->size));
+        else
+            memcpy(to, from, (size_t)(c->hidden * c->size));
         return;
     }
     for (int64_t j = 0; j < c->hidden; j++)
@@ -482,175 +347,10 @@ typedef void (*ug_range)(const ug_ctx *c, int64_t first, int64_t end, float *scr
 
 static void range_portable(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
 {
-    static const ug_isa isa = {widen_fp16_portable, narrow_fp16_portable, fused_fp16_portable, NULL,
-                               NULL};
     (void)stream;
     for (int64_t n = first; n < end; n++)
-        token_with_probs(c, n, scratch, &isa);
+        token_with_probs(c, n, scratch);
 }
-
-#ifdef MOEPERM_HAVE_X86_PATH
-#define UG_AVX2 "avx2,f16c"
-#define UG_AVX512 "avx512f,avx512bw,avx512vl,avx2,f16c"
-
-__attribute__((target(UG_AVX2))) static void widen_fp16_avx2(const uint16_t *src, float *dst,
-                                                             int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + j))));
-    for (; j < n; j++)
-        dst[j] = fp_fp16_to_float(src[j]);
-}
-
-__attribute__((target(UG_AVX2))) static void narrow_fp16_avx2(const float *src, uint16_t *dst,
-                                                              int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm_storeu_si128((__m128i *)(dst + j),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
-    for (; j < n; j++)
-        dst[j] = fp_float_to_fp16(src[j]);
-}
-
-__attribute__((target(UG_AVX2))) static void
-fused_fp16_avx2(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
-{
-    __m256 factor = _mm256_set1_ps(p);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 gv = _mm256_loadu_ps(g + j);
-        __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + j)));
-        _mm256_storeu_ps(x + j, _mm256_mul_ps(xv, gv));
-        _mm_storeu_si128((__m128i *)(dst + j),
-                         _mm256_cvtps_ph(_mm256_mul_ps(gv, factor), _MM_FROUND_TO_NEAREST_INT));
-    }
-    for (; j < n; j++) {
-        x[j] = fp_fp16_to_float(in[j]) * g[j];
-        dst[j] = fp_float_to_fp16(g[j] * p);
-    }
-}
-
-/* Non-temporal stores of whole 64-byte lines, dst aligned: a row of
- * permuted_tokens_grad is not read again soon, and skipping the read for
- * ownership saves a third of its traffic. */
-__attribute__((target(UG_AVX2))) static void stream_avx2(char *dst, const char *src, size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i += 32)
-        _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
-}
-
-__attribute__((target(UG_AVX512))) static void widen_fp16_avx512(const uint16_t *src, float *dst,
-                                                                 int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        _mm512_storeu_ps(dst + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + j))));
-    if (j < n) {
-        __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-        _mm512_mask_storeu_ps(dst + j, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + j)));
-    }
-}
-
-__attribute__((target(UG_AVX512))) static void narrow_fp16_avx512(const float *src, uint16_t *dst,
-                                                                  int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        _mm256_storeu_si256((__m256i *)(dst + j),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT));
-    if (j < n) {
-        __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-        _mm256_mask_storeu_epi16(
-            dst + j, m,
-            _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + j), _MM_FROUND_TO_NEAREST_INT));
-    }
-}
-
-__attribute__((target(UG_AVX512))) static void
-fused_fp16_avx512(const uint16_t *in, const float *g, float p, float *x, uint16_t *dst, int64_t n)
-{
-    __m512 factor = _mm512_set1_ps(p);
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512 gv = _mm512_loadu_ps(g + j);
-        __m512 xv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(in + j)));
-        _mm512_storeu_ps(x + j, _mm512_mul_ps(xv, gv));
-        _mm256_storeu_si256((__m256i *)(dst + j),
-                            _mm512_cvtps_ph(_mm512_mul_ps(gv, factor), _MM_FROUND_TO_NEAREST_INT));
-    }
-    if (j < n) {
-        __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-        __m512 gv = _mm512_maskz_loadu_ps(m, g + j);
-        __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, in + j));
-        _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(xv, gv));
-        _mm256_mask_storeu_epi16(
-            dst + j, m, _mm512_cvtps_ph(_mm512_mul_ps(gv, factor), _MM_FROUND_TO_NEAREST_INT));
-    }
-}
-
-__attribute__((target(UG_AVX512))) static void stream_avx512(char *dst, const char *src,
-                                                             size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i += 64)
-        _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
-}
-
-__attribute__((target(UG_AVX2))) static void
-fused32_stream_avx2(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
-{
-    __m256 factor = _mm256_set1_ps(p);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 gv = _mm256_loadu_ps(g + j);
-        _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(in + j), gv));
-        _mm256_stream_ps(dst + j, _mm256_mul_ps(gv, factor));
-    }
-    for (; j < n; j++) {
-        x[j] = in[j] * g[j];
-        dst[j] = g[j] * p;
-    }
-}
-
-__attribute__((target(UG_AVX512))) static void
-fused32_stream_avx512(const float *in, const float *g, float p, float *x, float *dst, int64_t n)
-{
-    __m512 factor = _mm512_set1_ps(p);
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512 gv = _mm512_loadu_ps(g + j);
-        _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), gv));
-        _mm512_stream_ps(dst + j, _mm512_mul_ps(gv, factor));
-    }
-    for (; j < n; j++) {
-        x[j] = in[j] * g[j];
-        dst[j] = g[j] * p;
-    }
-}
-
-__attribute__((target(UG_AVX2))) static void range_avx2(const ug_ctx *c, int64_t first, int64_t end,
-                                                        float *scratch, bool stream)
-{
-    const ug_isa isa = {widen_fp16_avx2, narrow_fp16_avx2, fused_fp16_avx2,
-                        stream ? stream_avx2 : NULL, stream ? fused32_stream_avx2 : NULL};
-    for (int64_t n = first; n < end; n++)
-        token_with_probs(c, n, scratch, &isa);
-    if (stream)
-        _mm_sfence();
-}
-
-__attribute__((target(UG_AVX512))) static void
-range_avx512(const ug_ctx *c, int64_t first, int64_t end, float *scratch, bool stream)
-{
-    const ug_isa isa = {widen_fp16_avx512, narrow_fp16_avx512, fused_fp16_avx512,
-                        stream ? stream_avx512 : NULL, stream ? fused32_stream_avx512 : NULL};
-    for (int64_t n = first; n < end; n++)
-        token_with_probs(c, n, scratch, &isa);
-    if (stream)
-        _mm_sfence();
-}
-#endif
 
 /* permuted_tokens_grad at least this large is written with non-temporal
  * stores on the x86 paths: nobody reads it soon. */
@@ -716,31 +416,44 @@ bool moeperm_unpermute_grad_run(const struct moeperm_unpermute_grad_plan *plan, 
         return true;
     int team = team_size(&c, threads);
 
+    bool stream = (double)c.rows * (double)c.hidden * (double)c.size >= (double)STREAM_MIN_BYTES;
+    ug_range range = range_portable;
+    int64_t per_thread = scratch_floats(&c);
+    void (*stream_copy)(void *, const void *, size_t) = NULL;
+    void (*fence)(void) = NULL;
+#ifdef MOEPERM_HAVE_X86_PATH
+    /* the x86 template for views with unit column strides */
+    const moeperm_x86_kernels *k = moeperm_x86_kernels_for(moeperm_isa_resolve(isa));
+    if (k && c.tokens_s1 == 1 && c.grad_s1 == 1 && c.tokens_grad_s1 == 1) {
+        range = k->ug_range;
+        per_thread = moeperm_x86_ug_scratch_floats(&c);
+    }
+    if (k && stream)
+        stream_copy = k->stream_copy, fence = k->fence;
+#else
+    (void)isa;
+#endif
+
     if (!plan->has_probs) {
         if (c.hidden == 0)
             return true;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+#pragma omp parallel num_threads(team) if (team > 1)
 #endif
-        for (int64_t n = 0; n < tokens; n++)
-            token_copy(&c, n);
+        {
+#ifdef _OPENMP
+#pragma omp for schedule(static) nowait
+#endif
+            for (int64_t n = 0; n < tokens; n++)
+                token_copy(&c, n, stream_copy);
+            if (fence)
+                fence();
+        }
         return true;
     }
 
-    ug_range range = range_portable;
-#ifdef MOEPERM_HAVE_X86_PATH
-    moeperm_isa resolved = moeperm_isa_resolve(isa);
-    if (resolved == MOEPERM_ISA_X86_AVX512)
-        range = range_avx512;
-    else if (resolved == MOEPERM_ISA_X86_AVX2)
-        range = range_avx2;
-#else
-    (void)isa;
-#endif
-    bool stream = (double)c.rows * (double)c.hidden * (double)c.size >= (double)STREAM_MIN_BYTES;
     /* Every thread's scratch is taken before any output is written, so
      * running out of memory leaves the outputs untouched. */
-    int64_t per_thread = scratch_floats(&c);
     float *scratch = aligned_alloc(64, (size_t)(per_thread * team) * sizeof *scratch);
     if (!scratch)
         return false;

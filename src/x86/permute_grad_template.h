@@ -1,28 +1,21 @@
 /*
- * x86/permute_grad_template.h - template for the vectorised segments and
- * conversions of MoeTokenPermuteGrad, and the scaled segments of
- * MoeTokenUnpermute.
+ * x86/permute_grad_template.h - the vectorised segments of
+ * MoeTokenPermuteGrad, the scaled segments of MoeTokenUnpermute, and the
+ * conversions alone, for one instruction set.
  *
- * The segment loop and the conversions are written here once and compiled
- * once per instruction set: an impl file (permute_grad_avx2.c,
- * permute_grad_avx512.c) defines the parameters and the primitives below,
- * then includes this file, once per translation unit.  The same loop, with
- * a multiplier per row, is MoeTokenUnpermute's: each row's values are
+ * isa_template.h includes this once per instruction set, after the
+ * primitives of vec_avx2.h or vec_avx512.h.  The same loop, with a
+ * multiplier per row, is MoeTokenUnpermute's: each row's values are
  * multiplied by it before they are added (`scaled` below, a constant, so
- * MoeTokenPermuteGrad's segments hold no trace of it).  The parameters are:
+ * MoeTokenPermuteGrad's segments hold no trace of it).  It uses:
  *
- * SUFFIX:
- *	Name suffix of the instantiated functions (_avx2, _avx512).
- * ATTRIBUTES:
- *	The target attribute of every function, e.g.
- *	__attribute__((target("avx2,f16c"))).
  * vec_t:
  *	A vector of binary32 lanes (__m256, __m512).
  * VL:
  *	Lanes of vec_t (8, 16).  A segment steps over 2 * VL columns at a
  *	time, as a pair of vectors.
  * USE_MASKING:
- *	1 when the impl file has masked primitives (AVX-512): the columns
+ *	1 when the primitives have masked forms (AVX-512): the columns
  *	left after the last pair step are then summed as one masked pair;
  *	0: one at a time with fp.h (AVX2).
  *
@@ -38,9 +31,9 @@
  *	void widen_f16(const void *p, vec_t *lo, vec_t *hi);
  *	void widen_bf16(const void *p, vec_t *lo, vec_t *hi);
  *	void addend_bf16(const void *p, vec_t *lo, vec_t *hi);
- *	void narrow_f32(vec_t lo, vec_t hi, void *p, bool stream);
- *	void narrow_f16(vec_t lo, vec_t hi, void *p, bool stream);
- *	void narrow_bf16(vec_t lo, vec_t hi, void *p, bool stream);
+ *	void narrow_f32(vec_t lo, vec_t hi, void *p, int stream);
+ *	void narrow_f16(vec_t lo, vec_t hi, void *p, int stream);
+ *	void narrow_bf16(vec_t lo, vec_t hi, void *p, int stream);
  *
  * widen_* read 2 * VL elements at p into binary32 lanes, exactly as fp.h
  * widens them; which column sits in which lane is theirs to choose, as long
@@ -59,10 +52,6 @@
  * narrow_masked_* with a mask_t argument in place of stream, whose lanes
  * outside the mask are neither read nor written.
  */
-
-#define MOEPERM_CONCAT_(a, b) a##b
-#define MOEPERM_CONCAT(a, b) MOEPERM_CONCAT_(a, b)
-#define ADD_SUFFIX(name) MOEPERM_CONCAT(name, SUFFIX)
 
 /* The primitives of one dtype.  dtype is a constant wherever these are
  * inlined, so each switch folds to one primitive. */
@@ -150,12 +139,6 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void narrow_masked(moeperm_dtype dtype, v
 }
 #endif
 
-/* Element j of a row of elements of `size` bytes. */
-static MOEPERM_FORCE_INLINE const char *at(const void *row, int64_t j, int64_t size)
-{
-    return (const char *)row + j * size;
-}
-
 /* Row r's multiplier in every lane; nothing when not scaled. */
 static MOEPERM_FORCE_INLINE ATTRIBUTES vec_t multiplier(bool scaled, const moeperm_x86_task *task,
                                                         int64_t r)
@@ -217,16 +200,8 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void multiplier_masked(moeperm_dtype dtyp
 }
 #endif
 
-/* One column's x * p, x the first operand as in vscale. */
-static MOEPERM_FORCE_INLINE ATTRIBUTES float scale_one(float x, float p)
-{
-    float product;
-    __asm__("vmulss %2, %1, %0" : "=x"(product) : "x"(x), "xm"(p));
-    return product;
-}
-
 /*
- * One segment (permute_grad_x86.h): two pairs of vectors (4 * VL columns)
+ * One segment (x86.h): two pairs of vectors (4 * VL columns)
  * at a time, then one pair, then the rest as one masked pair (USE_MASKING)
  * and whatever is left one column at a time with fp.h and
  * moeperm_accumulate().  Each lane owns one column, and the listed rows
@@ -324,39 +299,39 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES void segment(moeperm_dtype dtype, bool sc
     }
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_f32)(const moeperm_x86_task *task,
+static ATTRIBUTES void segment_f32(const moeperm_x86_task *task,
                                                     const moeperm_x86_task *next, bool stream)
 {
     segment(MOEPERM_FLOAT, false, task, next, stream);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_f16)(const moeperm_x86_task *task,
+static ATTRIBUTES void segment_f16(const moeperm_x86_task *task,
                                                     const moeperm_x86_task *next, bool stream)
 {
     segment(MOEPERM_FLOAT16, false, task, next, stream);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_segment_bf16)(const moeperm_x86_task *task,
+static ATTRIBUTES void segment_bf16(const moeperm_x86_task *task,
                                                      const moeperm_x86_task *next, bool stream)
 {
     segment(MOEPERM_BF16, false, task, next, stream);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_f32)(const moeperm_x86_task *task,
+static ATTRIBUTES void scaled_segment_f32(const moeperm_x86_task *task,
                                                            const moeperm_x86_task *next,
                                                            bool stream)
 {
     segment(MOEPERM_FLOAT, true, task, next, stream);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_f16)(const moeperm_x86_task *task,
+static ATTRIBUTES void scaled_segment_f16(const moeperm_x86_task *task,
                                                            const moeperm_x86_task *next,
                                                            bool stream)
 {
     segment(MOEPERM_FLOAT16, true, task, next, stream);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_bf16)(const moeperm_x86_task *task,
+static ATTRIBUTES void scaled_segment_bf16(const moeperm_x86_task *task,
                                                             const moeperm_x86_task *next,
                                                             bool stream)
 {
@@ -365,7 +340,7 @@ ATTRIBUTES void ADD_SUFFIX(moeperm_x86_scaled_segment_bf16)(const moeperm_x86_ta
 
 /* The conversions alone, through the same widen and narrow steps; the
  * bf16 ones undo and redo the pair's even / odd layout through memory. */
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_bf16_to_float)(const uint16_t *src, float *dst, size_t n)
+static ATTRIBUTES void bf16_to_float(const uint16_t *src, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
@@ -383,7 +358,7 @@ ATTRIBUTES void ADD_SUFFIX(moeperm_x86_bf16_to_float)(const uint16_t *src, float
         dst[i] = fp_bf16_to_float(src[i]);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_fp16_to_float)(const uint16_t *src, float *dst, size_t n)
+static ATTRIBUTES void fp16_to_float(const uint16_t *src, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
@@ -396,7 +371,7 @@ ATTRIBUTES void ADD_SUFFIX(moeperm_x86_fp16_to_float)(const uint16_t *src, float
         dst[i] = fp_fp16_to_float(src[i]);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_float_to_bf16)(const float *src, uint16_t *dst, size_t n)
+static ATTRIBUTES void float_to_bf16(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
@@ -411,7 +386,7 @@ ATTRIBUTES void ADD_SUFFIX(moeperm_x86_float_to_bf16)(const float *src, uint16_t
         dst[i] = fp_float_to_bf16(src[i]);
 }
 
-ATTRIBUTES void ADD_SUFFIX(moeperm_x86_float_to_fp16)(const float *src, uint16_t *dst, size_t n)
+static ATTRIBUTES void float_to_fp16(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL)
@@ -419,13 +394,3 @@ ATTRIBUTES void ADD_SUFFIX(moeperm_x86_float_to_fp16)(const float *src, uint16_t
     for (; i < n; i++)
         dst[i] = fp_float_to_fp16(src[i]);
 }
-
-#undef MOEPERM_CONCAT_
-#undef MOEPERM_CONCAT
-#undef ADD_SUFFIX
-#undef SUFFIX
-#undef ATTRIBUTES
-#undef vec_t
-#undef VL
-#undef USE_MASKING
-#undef mask_t

@@ -69,7 +69,9 @@ for header in $(cd "$inc" && find . -name '*.h' | sed 's|^\./||' | LC_ALL=C sort
 done
 [ "$failures" -eq 0 ] && echo "ok   every header compiles alone, twice, as C99, C11, C++11 and C++17"
 
-"$cxx" -std=c++11 -Wall -Wextra -Werror -I"$inc" "$root/tests/aclnn/signatures.cpp" -o "$tmp/sig" \
+# shellcheck disable=SC2086
+"$cxx" -std=c++11 -Wall -Wextra -Werror ${SANITIZE_FLAGS:-} -I"$inc" \
+    "$root/tests/aclnn/signatures.cpp" -o "$tmp/sig" \
     -L"$build/src/aclnn" -lmoeperm-aclnn -Wl,-rpath,"$build/src/aclnn:$build/src" >"$tmp/log" 2>&1 &&
     "$tmp/sig" ||
     { echo "FAIL: the vendor's signatures and values do not hold:" >&2; cat "$tmp/log" >&2;

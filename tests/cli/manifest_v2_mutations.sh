@@ -182,8 +182,14 @@ refused MoeTokenUnpermuteGrad "probs_grad without probs" '/"probs": {/d' \
 # Attributes each operator must have, and one it must not.
 refused MoeTokenPermuteGrad "missing attrs.top_k" 's/"top_k": [0-9]*, //' \
     'attrs.top_k is missing'
-refused MoeTokenPermuteGrad "negative attrs.top_k" 's/"top_k": \([0-9]*\)/"top_k": -\1/' \
-    'attrs.top_k is -2, expected a non-negative integer'
+# num_topk is recorded as given (-1 is taken as 1); the operator refuses the
+# values the device has no result for.
+refused MoeTokenPermuteGrad "attrs.top_k -2 (the operator refuses it)" \
+    's/"top_k": \([0-9]*\)/"top_k": -\1/' \
+    "the operator refuses the case (MOEPERM_ERR_PARAM_INVALID): the device's result is undetermined: num_topk = -2"
+refused MoeTokenPermuteGrad "attrs.top_k below the format's -2^40" \
+    's/"top_k": \([0-9]*\)/"top_k": -1099511627777/' \
+    'attrs.top_k is -1099511627777, below the -1099511627776 this format allows'
 refused MoeTokenPermuteGrad "attrs.top_k as a string" 's/"top_k": \([0-9]*\)/"top_k": "\1"/' \
     'attrs.top_k is "2", expected an integer'
 refused MoeTokenPermute "missing attrs.num_out_tokens" 's/"num_out_tokens": [-0-9]*, //' \
@@ -204,6 +210,32 @@ refused MoeTokenUnpermuteGrad "missing attrs.padded_mode" 's/{"padded_mode": fal
 refused MoeTokenUnpermuteGrad "attrs.ub_bytes zero" \
     's/"attrs": {/"attrs": {"ub_bytes": 0, /' \
     'attrs.ub_bytes is 0, below the 1 this format allows'
+# A named chip: a name moeperm knows, beside its own numbers.
+refused MoeTokenUnpermuteGrad "attrs.chip unknown" \
+    's/"attrs": {/"attrs": {"chip": "Ascend999", "ub_bytes": 196352, "vector_cores": 48, /' \
+    'attrs.chip is "Ascend999", which is not a chip moeperm knows (Ascend910B1 Ascend910B2'
+refused MoeTokenUnpermuteGrad "attrs.chip and vector_cores disagree" \
+    's/"attrs": {/"attrs": {"chip": "Ascend910B3", "ub_bytes": 196352, "vector_cores": 48, /' \
+    'attrs.chip is "Ascend910B3", a chip of 196352 unified-buffer bytes and 40 vector cores, but attrs.ub_bytes is 196352 and attrs.vector_cores 48'
+refused MoeTokenUnpermuteGrad "attrs.chip without its numbers" \
+    's/"attrs": {/"attrs": {"chip": "Ascend910B3", /' \
+    'but attrs.ub_bytes is 0 and attrs.vector_cores 0 (0: absent; a named chip gives both)'
+refused MoeTokenUnpermuteGrad "attrs.chip not a string" \
+    's/"attrs": {/"attrs": {"chip": 910, "ub_bytes": 196352, "vector_cores": 48, /' \
+    'attrs.chip is 910, expected a string'
+refused MoeTokenUnpermute "attrs.chip on MoeTokenUnpermute" \
+    's/"attrs": {/"attrs": {"chip": "Ascend910B2", /' \
+    'attrs.chip is not an attribute of MoeTokenUnpermute'
+rm -rf "$tmp/case"
+cp -r "$tmp/good/MoeTokenUnpermuteGrad" "$tmp/case"
+sed -e 's/"attrs": {/"attrs": {"chip": "Ascend910B2", "ub_bytes": 196352, "vector_cores": 48, /' \
+    "$tmp/good/MoeTokenUnpermuteGrad/case.json" >"$tmp/case/case.json"
+if "$moeperm" check "$tmp/case" >"$tmp/check" 2>&1; then
+    echo "ok   MoeTokenUnpermuteGrad: attrs.chip Ascend910B2 beside its numbers is read"
+else
+    echo "FAIL MoeTokenUnpermuteGrad: attrs.chip with its numbers refused: $(cat "$tmp/check")" >&2
+    failures=$((failures + 1))
+fi
 refused MoeTokenUnpermute "attrs.restore_shape not a list" \
     's/"attrs": {/"attrs": {"restore_shape": 6, /' \
     'attrs.restore_shape is 6, expected a list of at most 8 integers'

@@ -1,7 +1,9 @@
 /*
  * The x86 fast paths' narrowings (AVX2 and AVX-512) against fp.h over
- * every one of the 2^32 binary32 patterns, for bf16 and for fp16 (the widenings, 2^16 each, are
- * in tests/core/test_fast_paths.c).  fp.h is itself checked over all 2^32
+ * every one of the 2^32 binary32 patterns, for bf16 (in both layouts the
+ * kernels use: even and odd columns in two vectors, and columns in order)
+ * and for fp16 (the widenings, 2^16 each, are in
+ * tests/core/test_fast_paths.c).  fp.h is itself checked over all 2^32
  * patterns against the tests' independent model in
  * test_conversions_exhaustive.c, so together they tie the vector code to
  * docs/arithmetic.md.  Slow suite: about two minutes on two cores.  Skips,
@@ -18,14 +20,17 @@
 
 #include "core/fp.h"
 #include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
 
 enum { CHUNK = 1 << 12, CHUNKS = 1 << 20 };
 
+typedef void narrowing(const float *src, uint16_t *dst, size_t n);
+
 /* Checks patterns [hi << 12, (hi + 1) << 12) for every hi; *ok says
  * whether all matched, *first_bad names a differing pattern. */
-static void check_all(bool bf16, bool avx512, bool *ok, uint32_t *first_bad)
+static void check_all(bool bf16, narrowing *narrow, bool *ok, uint32_t *first_bad)
 {
     bool all = true;
     uint32_t bad = 0;
@@ -37,14 +42,7 @@ static void check_all(bool bf16, bool avx512, bool *ok, uint32_t *first_bad)
         uint16_t dst[CHUNK];
         for (uint32_t lo = 0; lo < CHUNK; lo++)
             src[lo] = fp_from_bits((uint32_t)hi << 12 | lo);
-        if (bf16 && avx512)
-            moeperm_x86_float_to_bf16_avx512(src, dst, CHUNK);
-        else if (bf16)
-            moeperm_x86_float_to_bf16_avx2(src, dst, CHUNK);
-        else if (avx512)
-            moeperm_x86_float_to_fp16_avx512(src, dst, CHUNK);
-        else
-            moeperm_x86_float_to_fp16_avx2(src, dst, CHUNK);
+        narrow(src, dst, CHUNK);
         for (uint32_t lo = 0; lo < CHUNK; lo++) {
             uint16_t want = bf16 ? fp_float_to_bf16(src[lo]) : fp_float_to_fp16(src[lo]);
             if (dst[lo] != want) {
@@ -59,43 +57,60 @@ static void check_all(bool bf16, bool avx512, bool *ok, uint32_t *first_bad)
     *first_bad = bad;
 }
 
-static void check_set(bool bf16, bool avx512)
+/* to: 0 bf16 (even and odd columns), 1 bf16 (columns in order), 2 fp16 */
+static void check_set(int to, bool avx512)
 {
     if (!moeperm_isa_supported(avx512 ? MOEPERM_ISA_X86_AVX512 : MOEPERM_ISA_X86_AVX2)) {
         print_message("skipped: this CPU has no %s\n",
                       avx512 ? "AVX-512 F, BW, DQ and VL" : "AVX2 and F16C");
         skip();
     }
+    const moeperm_x86_kernels *k = avx512 ? &moeperm_x86_avx512 : &moeperm_x86_avx2;
+    narrowing *narrow = to == 0   ? k->float_to_bf16
+                        : to == 1 ? k->float_to_bf16_columns
+                                  : k->float_to_fp16;
     bool ok;
     uint32_t bad;
-    check_all(bf16, avx512, &ok, &bad);
+    check_all(to < 2, narrow, &ok, &bad);
     if (!ok)
         fail_msg("float 0x%08x -> %s: the %s narrowing differs from fp.h", bad,
-                 bf16 ? "bf16" : "fp16", avx512 ? "AVX-512" : "AVX2");
+                 to == 0 ? "bf16" : to == 1 ? "bf16 (columns in order)" : "fp16", k->name);
 }
 
 static void test_every_float_narrows_to_bf16_like_fp_h_avx2(void **state)
 {
     (void)state;
-    check_set(true, false);
+    check_set(0, false);
+}
+
+static void test_every_float_narrows_to_bf16_columns_like_fp_h_avx2(void **state)
+{
+    (void)state;
+    check_set(1, false);
 }
 
 static void test_every_float_narrows_to_fp16_like_fp_h_avx2(void **state)
 {
     (void)state;
-    check_set(false, false);
+    check_set(2, false);
 }
 
 static void test_every_float_narrows_to_bf16_like_fp_h_avx512(void **state)
 {
     (void)state;
-    check_set(true, true);
+    check_set(0, true);
+}
+
+static void test_every_float_narrows_to_bf16_columns_like_fp_h_avx512(void **state)
+{
+    (void)state;
+    check_set(1, true);
 }
 
 static void test_every_float_narrows_to_fp16_like_fp_h_avx512(void **state)
 {
     (void)state;
-    check_set(false, true);
+    check_set(2, true);
 }
 
 #else
@@ -114,8 +129,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #ifdef MOEPERM_HAVE_X86_PATH
         cmocka_unit_test(test_every_float_narrows_to_bf16_like_fp_h_avx2),
+        cmocka_unit_test(test_every_float_narrows_to_bf16_columns_like_fp_h_avx2),
         cmocka_unit_test(test_every_float_narrows_to_fp16_like_fp_h_avx2),
         cmocka_unit_test(test_every_float_narrows_to_bf16_like_fp_h_avx512),
+        cmocka_unit_test(test_every_float_narrows_to_bf16_columns_like_fp_h_avx512),
         cmocka_unit_test(test_every_float_narrows_to_fp16_like_fp_h_avx512),
 #else
         cmocka_unit_test(test_build_without_the_x86_path_skips),

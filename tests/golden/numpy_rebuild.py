@@ -10,7 +10,10 @@ input_grad).  If the docs and the generator drift apart, this fails.
 
 Manifests of both formats are read: format 1 gives tokens_num, top_k,
 hidden_size, num_rows and dtype as keys; format 2 gives top_k as
-attrs.top_k and the rest through the tensors' shapes and dtypes.  Cases of
+attrs.top_k (-1 taken as 1) and the rest through the tensors' shapes and
+dtypes, sorted_indices possibly longer than tokens_num * top_k (the
+entries past it are never read).  The routings include those that are no
+permutation (repeats, sparse), huge entries, and rows no slot names.  Cases of
 the other operators are not rebuilt here.
 
 usage: numpy_rebuild.py GOLDEN_DIR     (exit 77, "skipped", without numpy)
@@ -26,7 +29,7 @@ except ImportError:
     sys.exit(77)
 
 np.seterr(over="ignore", invalid="ignore")
-from numpy_routing import U, draw, sorted_indices, stream_key  # noqa: E402
+from numpy_routing import U, draw, owners, sorted_indices, stream_key  # noqa: E402
 
 
 def to_bf16_bits(f32):
@@ -52,11 +55,12 @@ def widen(bits, dtype):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def values(m, recipe):
-    """Element (t, k, h) values as raw bits, shape [T*K, H]."""
-    T, K, H, seed, dtype = m["tokens_num"], m["top_k"], m["hidden_size"], m["seed"], m["dtype"]
+def values(m, recipe, flat):
+    """The values of flat slots ``flat`` (t * K + k) as raw bits, shape
+    [len(flat), H]."""
+    H, seed, dtype = m["hidden_size"], m["seed"], m["dtype"]
     key0 = stream_key(seed, 0)
-    n = (np.arange(T * K, dtype=U)[:, None] * U(H) + np.arange(H, dtype=U)[None, :]) * U(2)
+    n = (np.asarray(flat, dtype=U)[:, None] * U(H) + np.arange(H, dtype=U)[None, :]) * U(2)
     d0, d1 = draw(key0, n), draw(key0, n + U(1))
     kind = recipe["values"]
     if kind == "negzero":
@@ -75,6 +79,7 @@ def values(m, recipe):
 def reference(grad_bits, idx, m):
     T, K, H, R, dtype = m["tokens_num"], m["top_k"], m["hidden_size"], m["num_rows"], m["dtype"]
     grad = widen(grad_bits, dtype).reshape(R, H)
+    idx = idx[:T * K]  # floor(L / K) tokens: the entries past T*K are never read
     acc = np.zeros((T, H), np.float32)
     for k in range(K):
         rows = idx[k::K]
@@ -104,17 +109,22 @@ def sizes(manifest):
     if manifest["format"] == "moeperm-golden/1":
         for key in ("tokens_num", "top_k", "hidden_size", "num_rows", "dtype"):
             m[key] = manifest[key]
+        m["extra"] = 0
     elif manifest["format"] == "moeperm-golden/2":
         grad, out = tensors["permuted_output_grad"], tensors["input_grad"]
         m["tokens_num"], m["hidden_size"] = out["shape"]
         m["num_rows"] = grad["shape"][0]
-        m["top_k"] = manifest["attrs"]["top_k"]
+        # num_topk -1 is taken as 1.
+        m["top_k"] = max(manifest["attrs"]["top_k"], 1)
         m["dtype"] = out["dtype"]
         if grad["dtype"] != m["dtype"] or grad["shape"][1] != m["hidden_size"]:
             raise ValueError("permuted_output_grad is %s %s, input_grad %s %s" % (
                 grad["dtype"], grad["shape"], out["dtype"], out["shape"]))
-        if tensors["sorted_indices"]["shape"] != [m["tokens_num"] * m["top_k"]]:
+        # floor(L / K) tokens: up to K - 1 entries past T*K, never read.
+        extra = tensors["sorted_indices"]["shape"][0] - m["tokens_num"] * m["top_k"]
+        if not 0 <= extra < m["top_k"]:
             raise ValueError("sorted_indices has shape %s" % tensors["sorted_indices"]["shape"])
+        m["extra"] = extra
     else:
         raise ValueError("unknown format %r" % manifest["format"])
     return m
@@ -132,14 +142,13 @@ def check(case_dir):
     if T * K * H > 4_000_000:
         return None
     raw = np.uint32 if dtype == "float32" else np.uint16
-    idx = sorted_indices(m["tokens_num"], m["top_k"], m["seed"], recipe)
+    idx = sorted_indices(T, K, m["seed"], recipe, R, m["extra"])
     file_idx = np.fromfile(os.path.join(case_dir, m["files"]["sorted_indices"]), dtype="<i4")
     if not np.array_equal(idx, file_idx):
         return "sorted_indices differ"
-    vals = values(m, recipe)
-    grad = np.zeros((R, H), dtype=raw)
-    keep = idx < R
-    grad[idx[keep]] = vals[keep]
+    # Row r holds the values of the last slot naming it, or of flat slot
+    # T*K + r when none does.
+    grad = values(m, recipe, owners(idx, T, K, R)).astype(raw)
     file_grad = np.fromfile(os.path.join(case_dir, m["files"]["permuted_output_grad"]), dtype=raw)
     if not np.array_equal(grad.reshape(-1), file_grad):
         return "permuted_output_grad differs"
@@ -153,9 +162,31 @@ def check(case_dir):
     return "ok"
 
 
+# The edges of the input domain the corpus's MoeTokenPermuteGrad cases
+# must reach, so that one that lost them does not pass by checking less.
+EDGES = {"repeats", "sparse", "huge", "num_topk -1", "unread entries", "rows no slot names"}
+
+
+def edges_of(case_dir):
+    manifest = json.load(open(os.path.join(case_dir, "case.json")))
+    m = sizes(manifest)
+    recipe = manifest.get("recipe") or {}
+    found = {recipe.get("routing")} & EDGES
+    if recipe.get("huge_indices"):
+        found.add("huge")
+    if manifest.get("attrs", {}).get("top_k") == -1:
+        found.add("num_topk -1")
+    if m["extra"]:
+        found.add("unread entries")
+    if m["num_rows"] > m["tokens_num"] * m["top_k"]:
+        found.add("rows no slot names")
+    return found
+
+
 def main():
     root = sys.argv[1]
     checked, failures = 0, 0
+    edges = set()
     for dirpath, _dirs, files in sorted(os.walk(root)):
         if "case.json" not in files:
             continue
@@ -163,12 +194,16 @@ def main():
         if result is None:
             continue
         checked += 1
+        edges |= edges_of(dirpath)
         if result != "ok":
             failures += 1
             print("FAIL %s: %s" % (dirpath, result))
     kinds_needed = 40
-    print("%d cases rebuilt from the documentation, %d failed" % (checked, failures))
-    if failures or checked < kinds_needed:
+    print("%d cases rebuilt from the documentation (the domain's edge: %s), %d failed"
+          % (checked, ", ".join(sorted(edges)), failures))
+    if edges != EDGES:
+        print("FAIL: no MoeTokenPermuteGrad case of %s" % ", ".join(sorted(EDGES - edges)))
+    if failures or checked < kinds_needed or edges != EDGES:
         sys.exit(1)
 
 

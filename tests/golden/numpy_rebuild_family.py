@@ -36,7 +36,7 @@ except ImportError:
 
 np.seterr(all="ignore")
 from numpy_routing import (U, below, draw, inverse_stable_argsort,  # noqa: E402
-                           routed_ids, sorted_indices, stream_key)
+                           owners, routed_ids, sorted_indices, stream_key)
 
 # ---------------------------------------------------------------------------
 # Formats
@@ -241,7 +241,10 @@ class Case:
         t = m["tensors"]
         self.op = m["op"]
         if self.op == "MoeTokenPermute":
-            self.T, self.H = t["tokens"]["shape"]
+            # Tokens of rank 3 or more: a token is the product of the
+            # dims after the first, in row-major order.
+            dims = t["tokens"]["shape"]
+            self.T, self.H = dims[0], int(np.prod(dims[1:], dtype=np.int64))
             ids = t["indices"]["shape"]
             self.K = ids[1] if len(ids) > 1 else 1
             self.tokens = Format(t["tokens"]["dtype"])
@@ -253,6 +256,8 @@ class Case:
             self.K = t["probs"]["shape"][1] if "probs" in t else 1
             self.tokens = Format(t["permuted_tokens"]["dtype"])
             self.probs = Format(t["probs"]["dtype"]) if "probs" in t else self.tokens
+            # sorted_indices may be longer than T*K: the rest is never read.
+            self.extra = t["sorted_indices"]["shape"][0] - self.T * self.K
         self.slot_key = stream_key(self.seed, 6)
         self.pick_key = stream_key(self.seed, 3)
 
@@ -426,17 +431,15 @@ def nan_aware(f, a, b, what):
 
 
 def rebuild_permuted(c, kind, R, idx):
-    """Rows [R, H]: element (t, k, h) in row sorted_indices[t*K + k]."""
-    T, K, H = c.T, c.K, c.H
+    """Rows [R, H]: element (t, k, h) in row sorted_indices[t*K + k] (the
+    last slot naming a row, when several do); a row no slot names holds
+    the values of flat slot T*K + r."""
     tensor = Tensor(c, c.tokens, kind, "permuted", 0)
-    t = np.repeat(np.arange(T, dtype=U), K)[:, None]
-    k = np.tile(np.arange(K, dtype=U), T)[:, None]
-    h = np.arange(H, dtype=U)[None, :]
-    vals = values(c, tensor, t, k, h)
-    rows = np.zeros((R, H), dtype=U)
-    keep = idx < R
-    rows[idx[keep]] = vals[keep]
-    return rows
+    flat = owners(idx, c.T, c.K, R).astype(U)
+    t = (flat // U(c.K))[:, None]
+    k = (flat % U(c.K))[:, None]
+    h = np.arange(c.H, dtype=U)[None, :]
+    return np.broadcast_to(values(c, tensor, t, k, h), (R, c.H))
 
 
 def rebuild_plain(c, fmt, kind, role, stream, rows, cols):
@@ -483,6 +486,7 @@ def check_permute(case_dir, m, c):
 def unpermute_model(c, x_bits, idx, p_bits):
     """The sum of section 1 of docs/operators.md, in numpy float32."""
     x = c.tokens.widen(x_bits.astype(c.tokens.raw)).reshape(c.R, c.H)
+    idx = idx[:c.T * c.K]
     acc = np.zeros((c.T, c.H), np.float32)
     for k in range(c.K):
         rows = idx[k::c.K]
@@ -499,7 +503,7 @@ def unpermute_model(c, x_bits, idx, p_bits):
 
 def check_unpermute_family(case_dir, m, c):
     r = c.recipe
-    idx = sorted_indices(c.T, c.K, c.seed, r)
+    idx = sorted_indices(c.T, c.K, c.seed, r, c.R, c.extra)
     err = first_difference(idx, read(case_dir, m, "sorted_indices"), "sorted_indices")
     if err:
         return err
@@ -523,8 +527,11 @@ def check_unpermute_family(case_dir, m, c):
                            "unpermuted_tokens_grad")
     if err:
         return err
+    # Rows no slot names are left as the caller had them: zeros here, as
+    # the golden output has them.
     want = np.zeros((c.R, c.H), dtype=U)
     slots = np.arange(c.T * c.K)
+    idx = idx[:c.T * c.K]
     keep = idx < c.R
     if p is None:
         want[idx[keep]] = g[slots[keep] // c.K]
@@ -539,6 +546,30 @@ def check_unpermute_family(case_dir, m, c):
 
 
 OPS = ("MoeTokenPermute", "MoeTokenUnpermute", "MoeTokenUnpermuteGrad")
+EDGES = {"repeats", "sparse", "huge", "unread entries", "padded_mode", "rows no slot names",
+         "tokens of rank 3"}
+
+
+def domain_edges(m):
+    """The edges of the input domain case ``m`` reaches."""
+    t, r = m["tensors"], m["recipe"]
+    edges = set()
+    if r["routing"] in ("repeats", "sparse"):
+        edges.add(r["routing"])
+    if r.get("huge_indices"):
+        edges.add("huge")
+    if m["attrs"]["padded_mode"]:
+        edges.add("padded_mode")
+    if m["op"] == "MoeTokenPermute":
+        if len(t["tokens"]["shape"]) > 2:
+            edges.add("tokens of rank 3")
+        return edges
+    c = Case(m)
+    if c.extra:
+        edges.add("unread entries")
+    if c.R > c.T * c.K:
+        edges.add("rows no slot names")
+    return edges
 
 
 def check(case_dir):
@@ -559,6 +590,7 @@ def main():
         sys.exit("usage: numpy_rebuild_family.py GOLDEN_DIR")
     counts = {op: 0 for op in OPS}
     kinds = set()
+    edges = set()
     failures = 0
     for dirpath, dirs, files in os.walk(sys.argv[1]):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -572,14 +604,18 @@ def main():
         counts[m["op"]] += 1
         kinds.add(m["recipe"]["values"])
         kinds.add(m["recipe"].get("probs_values", "normal"))
+        edges.update(domain_edges(m))
         if result != "ok":
             failures += 1
             print("FAIL %s: %s" % (dirpath, result))
-    print("rebuilt from the documentation: %s; value kinds %s; %d failed" % (
-        ", ".join("%d %s" % (n, op) for op, n in counts.items()), ", ".join(sorted(kinds)),
-        failures))
-    # A corpus that lost an operator or a kind must not pass by checking less.
-    if failures or min(counts.values()) == 0 or len(kinds) < 15:
+    print("rebuilt from the documentation: %s; value kinds %s; the domain's edge: %s; %d "
+          "failed" % (", ".join("%d %s" % (n, op) for op, n in counts.items()),
+                      ", ".join(sorted(kinds)), ", ".join(sorted(edges)), failures))
+    # A corpus that lost an operator, a kind or an edge of the input domain
+    # must not pass by checking less.
+    if failures or min(counts.values()) == 0 or len(kinds) < 15 or edges != EDGES:
+        if edges != EDGES:
+            print("FAIL: no case of %s" % ", ".join(sorted(EDGES - edges)))
         sys.exit(1)
 
 

@@ -3,7 +3,8 @@ numpy, shared by the scripts that rebuild golden cases from the docs alone.
 
 Written from the page, not from the generator: counter-based SplitMix64,
 below(d, b) = ((d >> 32) * b) >> 32, and the identity / reverse / random /
-routed sorted_indices.  The caller imports numpy first (and skips without
+routed / repeats / sparse sorted_indices with their huge and unread
+entries, and which slot's values each row of a permuted tensor holds.  The caller imports numpy first (and skips without
 it).
 """
 import numpy as np
@@ -55,8 +56,8 @@ def inverse_stable_argsort(ids):
     return np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int32)
 
 
-def sorted_indices(T, K, seed, recipe):
-    """The sorted_indices of a case's routing recipe."""
+def routed_rows(T, K, seed, recipe, R):
+    """The T*K slots' rows of a case's routing recipe."""
     n = T * K
     kind = recipe["routing"]
     if kind == "identity":
@@ -71,5 +72,46 @@ def sorted_indices(T, K, seed, recipe):
             j = int(below(ds[i], i + 1))
             idx[i], idx[j] = idx[j], idx[i]
         return np.array(idx, dtype=np.int32)
+    if kind == "repeats":
+        return below(draw(stream_key(seed, 7), np.arange(n, dtype=U)), R).astype(np.int32)
+    if kind == "sparse":
+        deck = np.arange(R, dtype=np.int64)
+        ds = draw(stream_key(seed, 7), np.arange(n, dtype=U)) if n else []
+        for i in range(n):
+            j = i + int(below(ds[i], R - i))
+            deck[i], deck[j] = deck[j], deck[i]
+        return deck[:n].astype(np.int32)
     return inverse_stable_argsort(routed_ids(T, K, seed, recipe["num_experts"],
                                              recipe["hot_percent"]))
+
+
+# huge_indices: slot i = 1, 4, 7, ... gets HUGE[(i // 3) % 5], R standing
+# for the None.
+HUGE = (1065353216, 2**31 - 1, None, 2139095040, 16777216)
+
+
+def sorted_indices(T, K, seed, recipe, R=None, extra=0):
+    """The sorted_indices of a case's recipe: the routing's T*K rows (R of
+    them in the permuted tensor, T*K when None), the huge entries, then
+    extra entries past T*K, rows drawn from [0, R) (0 when R is 0)."""
+    n = T * K
+    R = n if R is None else R
+    idx = routed_rows(T, K, seed, recipe, R).astype(np.int64)
+    if recipe.get("huge_indices"):
+        for i in range(1, n, 3):
+            v = HUGE[(i // 3) % len(HUGE)]
+            idx[i] = R if v is None else v
+    j = np.arange(n, n + extra, dtype=U)
+    tail = below(draw(stream_key(seed, 7), j), R) if R > 0 and extra else np.zeros(extra, U)
+    return np.concatenate([idx, tail.astype(np.int64)]).astype(np.int32)
+
+
+def owners(idx, T, K, R):
+    """The flat slot whose values each of the R rows holds: the last of the
+    T*K slots naming it, else T*K + r (values no slot reads)."""
+    slots = np.arange(T * K, dtype=np.int64)
+    head = idx[:T * K].astype(np.int64)
+    keep = head < R
+    mark = np.full(R, -1, dtype=np.int64)
+    np.maximum.at(mark, head[keep], slots[keep])
+    return np.where(mark >= 0, mark, T * K + np.arange(R, dtype=np.int64))

@@ -28,6 +28,20 @@ def shape(m, tensor):
     return m["tensors"][tensor]["shape"]
 
 
+def edge(m, slots):
+    """What the case has of the input domain's edge: sorted_indices longer
+    than the T*K entries read, huge entries, padded_mode."""
+    words = ""
+    extra = shape(m, "sorted_indices")[0] - slots
+    if extra:
+        words += ", L=%d (%d unread)" % (slots + extra, extra)
+    if m.get("recipe", {}).get("huge_indices"):
+        words += ", huge indices"
+    if m["attrs"]["padded_mode"]:
+        words += ", padded_mode true"
+    return words
+
+
 def sizes(m):
     """The case's sizes in words, from a manifest of either format."""
     if m["format"] == "moeperm-golden/1":
@@ -38,9 +52,13 @@ def sizes(m):
         r, h = shape(m, "permuted_output_grad")
         k = attrs["top_k"]
         t = shape(m, "input_grad")[0]
-        return "T=%d, K=%d, H=%d, R=%d" % (t, k, h, r)
+        words = "T=%d, K=%s, H=%d, R=%d" % (t, "-1 (taken as 1)" if k == -1 else k, h, r)
+        return words + edge(m, t * max(k, 1))
     if op == "MoeTokenPermute":
-        t, h = shape(m, "tokens")
+        dims = shape(m, "tokens")
+        t, h = dims[0], 1
+        for d in dims[1:]:
+            h *= d
         ids = shape(m, "indices")
         k = ids[1] if len(ids) > 1 else 1
         rows = shape(m, "permuted_tokens")[0]
@@ -49,6 +67,8 @@ def sizes(m):
             "" if rows == 1 else "s", m["tensors"]["indices"]["dtype"])
         if m.get("recipe", {}).get("sentinels"):
             words += " with sentinels"
+        if len(dims) > 2:
+            words += ", tokens [%s]" % ", ".join(str(d) for d in dims)
         return words
     r, h = shape(m, "permuted_tokens")
     t = shape(m, "unpermuted_tokens" if op == "MoeTokenUnpermute" else "unpermuted_tokens_grad")[0]
@@ -59,10 +79,13 @@ def sizes(m):
     else:
         k, probs = 1, "no probs"
     words = "T=%d, K=%d, H=%d, R=%d, %s tokens, %s" % (t, k, h, r, tokens, probs)
-    if "ub_bytes" in attrs or "vector_cores" in attrs:
+    if "chip" in attrs:
+        words += ", chip %s: %d-byte unified buffer, %d cores" % (
+            attrs["chip"], attrs["ub_bytes"], attrs["vector_cores"])
+    elif "ub_bytes" in attrs or "vector_cores" in attrs:
         words += ", chip: %s-byte unified buffer, %s cores" % (
             attrs.get("ub_bytes", "the A2's"), attrs.get("vector_cores", "the A2's"))
-    return words
+    return words + edge(m, t * k)
 
 
 def cases(golden, suite):

@@ -204,6 +204,28 @@ static char *escaped(const char *s)
     return text;
 }
 
+/* The report j writes (j is freed), NUL-terminated, *n bytes of it
+ * (free()). */
+static char *written_junit(moeperm_golden_junit *j, size_t *n)
+{
+    char path[] = "/tmp/moeperm-test-junit-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512];
+    assert_int_equal(moeperm_golden_junit_write(j, path, err, sizeof err), 0);
+    moeperm_golden_junit_free(j);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = calloc(1, 8192);
+    assert_non_null(buf);
+    *n = fread(buf, 1, 8191, f);
+    fclose(f);
+    unlink(path);
+    assert_true(*n > 0 && *n < 8191);
+    return buf;
+}
+
 /* A case directory named with byte 0xff once went raw into a file that
  * says encoding="UTF-8", and XML parsers refused the whole report.  Every
  * kind of malformed UTF-8 must come out as a visible escape per byte;
@@ -240,35 +262,66 @@ static void test_xml_escape_emits_only_well_formed_utf8(void **state)
 
     /* The whole report, with the bad bytes in the suite, class, name,
      * message and details. */
-    char path[] = "/tmp/moeperm-test-junit-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
     moeperm_golden_junit *j = moeperm_golden_junit_new("suite\xff");
     assert_non_null(j);
     assert_int_equal(moeperm_golden_junit_add(j, "dir\xfe/case\xed\xa0\x80", 0.5, MOEPERM_GOLDEN_ERROR,
                                       "bad \xc0\xaf", "details \xf4\x90\x80\x80\x01"),
                      0);
-    char err[512];
-    assert_int_equal(moeperm_golden_junit_write(j, path, err, sizeof err), 0);
-    moeperm_golden_junit_free(j);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    unlink(path);
-    assert_true(n > 0 && n < sizeof buf);
+    size_t n;
+    char *buf = written_junit(j, &n);
     long bad = first_bad_xml_byte((const unsigned char *)buf, n);
     if (bad >= 0)
         fail_msg("the JUnit file has a bad byte 0x%02x at %ld", (unsigned char)buf[bad], bad);
-    buf[n] = '\0';
     assert_non_null(strstr(buf, "name=\"case\\xed\\xa0\\x80\""));
+    free(buf);
+}
+
+static char *junit_text(const moeperm_golden_outcome *outcomes, size_t n)
+{
+    moeperm_golden_junit *j = moeperm_golden_junit_new("suite");
+    assert_non_null(j);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "dir/case%zu", i);
+        assert_int_equal(moeperm_golden_junit_add(j, name, 0.25, outcomes[i],
+                                                  outcomes[i] == MOEPERM_GOLDEN_PASS
+                                                      ? NULL
+                                                      : "for another chip: a <b> 'c'",
+                                                  NULL),
+                         0);
+    }
+    size_t bytes;
+    return written_junit(j, &bytes);
+}
+
+/* A case not judged (made for another chip) is a <skipped> testcase with
+ * the reason as its message, counted in the testsuite's skipped; a report
+ * that skipped nothing carries no skipped attribute, as before. */
+static void test_junit_marks_a_case_not_judged_skipped(void **state)
+{
+    (void)state;
+    const moeperm_golden_outcome some[] = {MOEPERM_GOLDEN_PASS, MOEPERM_GOLDEN_SKIPPED,
+                                           MOEPERM_GOLDEN_SKIPPED};
+    char *xml = junit_text(some, 3);
+    assert_non_null(strstr(xml, "tests=\"3\" failures=\"0\" errors=\"0\" skipped=\"2\""));
+    assert_non_null(strstr(xml, "<testcase classname=\"dir\" name=\"case1\" time=\"0.250\">\n"
+                                "      <skipped message=\"for another chip: a &lt;b&gt; "
+                                "&apos;c&apos;\"/>\n    </testcase>\n"));
+    assert_non_null(strstr(xml, "name=\"case0\" time=\"0.250\"/>\n"));
+    assert_null(strstr(xml, "<failure"));
+    assert_null(strstr(xml, "<error"));
+    free(xml);
+    const moeperm_golden_outcome none[] = {MOEPERM_GOLDEN_PASS};
+    xml = junit_text(none, 1);
+    assert_null(strstr(xml, "skipped"));
+    assert_non_null(strstr(xml, "tests=\"1\" failures=\"0\" errors=\"0\" time="));
+    free(xml);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_junit_marks_a_case_not_judged_skipped),
         cmocka_unit_test(test_one_flipped_bit_is_located_by_token_and_column),
         cmocka_unit_test(test_ranges_are_summarised),
         cmocka_unit_test(test_ulp_distance_on_the_ordered_line),

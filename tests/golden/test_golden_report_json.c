@@ -328,12 +328,66 @@ static void test_failures_suites_and_int32_bits(void **state)
     moeperm_golden_compare_free(&r);
 }
 
+/* A case made for another chip than the device's: verdict "other-chip",
+ * no outputs, both chips (a chip without a name has a null name), and its
+ * own count in the summary, apart from the judged cases. */
+static void test_a_case_of_another_chip_is_other_chip_with_both_chips(void **state)
+{
+    (void)state;
+    moeperm_golden_json_report *j = moeperm_golden_json_report_new();
+    assert_non_null(j);
+    moeperm_chip device = MOEPERM_CHIP_ASCEND910B2, named = MOEPERM_CHIP_ASCEND910B3;
+    moeperm_chip nameless = {261888, 48};
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "chips/b3", "MoeTokenUnpermuteGrad"), 0);
+    assert_int_equal(moeperm_golden_json_report_set_other_chip(j, "Ascend910B2", &device,
+                                                               "Ascend910B3", &named,
+                                                               "for another chip: b3"), 0);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "chips/ub", "MoeTokenUnpermuteGrad"), 0);
+    assert_int_equal(moeperm_golden_json_report_set_other_chip(j, "Ascend910B2", &device, "",
+                                                               &nameless, "for another chip: ub"),
+                     0);
+    assert_int_equal(moeperm_golden_json_report_add_case(j, "a2/case", "MoeTokenPermuteGrad"), 0);
+    json_object *doc = written(j), *cases = key(doc, "cases");
+    for (int i = 0; i < 2; i++) {
+        json_object *c = json_object_array_get_idx(cases, (size_t)i);
+        assert_string_equal(string_at(c, "verdict"), "other-chip");
+        assert_int_equal(json_object_object_length(key(c, "outputs")), 0);
+        json_object *o = key(c, "other_chip"), *dev = key(o, "device"), *mine = key(o, "case");
+        assert_string_equal(string_at(dev, "name"), "Ascend910B2");
+        assert_int_equal(int_at(dev, "ub_bytes"), 196352);
+        assert_int_equal(int_at(dev, "vector_cores"), 48);
+        if (i == 0) {
+            assert_string_equal(string_at(mine, "name"), "Ascend910B3");
+            assert_int_equal(int_at(mine, "vector_cores"), 40);
+            assert_string_equal(string_at(o, "detail"), "for another chip: b3");
+        } else {
+            assert_true(json_object_is_type(key(mine, "name"), json_type_null));
+            assert_int_equal(int_at(mine, "ub_bytes"), 261888);
+        }
+    }
+    assert_string_equal(string_at(json_object_array_get_idx(cases, 2), "verdict"), "same");
+    json_object *summary = key(doc, "summary");
+    assert_int_equal(int_at(summary, "cases"), 3);
+    assert_int_equal(int_at(summary, "same"), 1);
+    assert_int_equal(int_at(summary, "other_chip"), 2);
+    assert_int_equal(int_at(summary, "error"), 0);
+    json_object_put(doc);
+    moeperm_golden_json_report_free(j);
+
+    /* nothing open: refused */
+    j = moeperm_golden_json_report_new();
+    assert_int_equal(moeperm_golden_json_report_set_other_chip(j, NULL, &device, NULL, &named, "x"),
+                     -1);
+    moeperm_golden_json_report_free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_document_parses_back_with_every_key_and_counts),
         cmocka_unit_test(test_unrepresentable_numbers_are_null_and_streams_work),
         cmocka_unit_test(test_failures_suites_and_int32_bits),
+        cmocka_unit_test(test_a_case_of_another_chip_is_other_chip_with_both_chips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -350,6 +350,125 @@ class Scenarios:
                "an unknown chip's run does not judge every case, with a note", run)
         self.balanced(run)
 
+    def domain_suites(self):
+        """The four suites of the input domain's edge, generated here (the
+        committed corpus may not hold them)."""
+        root = os.path.join(self.tmp, "domain")
+        if not os.path.isdir(root):
+            args = [self.moeperm, "golden", "--out", root, "--suite", "permute-grad-domain",
+                    "permute-domain", "unpermute-domain", "unpermute-grad-domain"]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+        return root
+
+    def edges_of(self, case):
+        """What the device should be handed of the input domain's edge, from
+        the manifest alone: (padded, num_topk -1, tokens of rank 3, more
+        sorted_indices than read, more rows than slots)."""
+        m = self.manifest(case)
+        t, op, attrs = m["tensors"], m["op"], m["attrs"]
+        if op == "MoeTokenPermute":
+            return (False, False, len(t["tokens"]["shape"]) > 2, False, False)
+        if op == "MoeTokenPermuteGrad":
+            k = max(attrs["top_k"], 1)
+            slots = t["input_grad"]["shape"][0] * k
+            rows = t["permuted_output_grad"]["shape"][0]
+        else:
+            k = t["probs"]["shape"][1] if "probs" in t else 1
+            n = t["unpermuted_tokens" if op == "MoeTokenUnpermute"
+                  else "unpermuted_tokens_grad"]["shape"][0]
+            slots, rows = n * k, t["permuted_tokens"]["shape"][0]
+        return (attrs["padded_mode"], attrs.get("top_k") == -1, False,
+                t["sorted_indices"]["shape"][0] > slots, rows > slots)
+
+    def test_the_input_domains_edge_reaches_the_device_as_given(self):
+        """The domain suites pass on the fake, whose planning counts what it
+        was handed: every padded_mode true, num_topk -1, rank-3 tokens,
+        longer sorted_indices and surplus of rows, as the manifests say."""
+        cases = find_cases(self.domain_suites())
+        run = self.check([self.domain_suites()])
+        expect(run.returncode == 0, "the domain suites do not pass on the fake", run)
+        self.balanced(run)
+        expect(run.report["operator_runs"] == len(cases),
+               "%d cases, %d operator runs" % (len(cases), run.report["operator_runs"]), run)
+        edges = [self.edges_of(c) for c in cases]
+        for i, counter in enumerate(("padded_plans", "num_topk_minus1_plans", "rank3_plans",
+                                     "long_index_plans", "wide_row_plans")):
+            want = sum(1 for e in edges if e[i])
+            expect(want > 0, "no case of the domain suites has %s" % counter)
+            expect(run.report.get(counter, 0) == want,
+                   "%d cases should hand the device %s, it counted %d"
+                   % (want, counter, run.report.get(counter, 0)), run)
+
+    def chips_suites(self):
+        """The cases made for another chip than the Atlas A2: by numbers
+        alone (unpermute-grad-ub261888) and by name (unpermute-grad-chips)."""
+        root = os.path.join(self.tmp, "named-chips")
+        if not os.path.isdir(root):
+            args = [self.moeperm, "golden", "--out", root, "--suite", "unpermute-grad-ub261888",
+                    "unpermute-grad-chips", "dropped"]
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
+        return root
+
+    def test_a_case_of_another_chip_is_other_chip_in_the_json_and_junit_reports(self):
+        """A case made for another chip than the device's is in the JSON
+        report with the verdict "other-chip", the device's chip and its own,
+        and in the JUnit report as <skipped> with the reason; on its own chip
+        it is judged, and the A2's cases are the other chip's."""
+        root = self.chips_suites()
+        cases = find_cases(root)
+        for soc, cores in (("Ascend910B2", 48), ("Ascend910B3", 40)):
+            json_path = os.path.join(self.tmp, "report-%s.json" % soc)
+            junit_path = os.path.join(self.tmp, "report-%s.xml" % soc)
+            run = self.check([root], {"FAKE_ACL_SOC_NAME": soc, "FAKE_ACL_VECTOR_CORES": str(cores)},
+                             ["--json", json_path, "--junit", junit_path])
+            expect(run.returncode == 0, "cases of another chip fail a run on %s" % soc, run)
+            self.balanced(run)
+            with open(json_path) as f:
+                doc = json.load(f)
+            other = {}
+            for case in cases:
+                m = self.manifest(case)
+                mine = self.chip_of(case)
+                if "probs" in m["tensors"] and mine != (196352, cores):
+                    other[case] = (m["attrs"].get("chip"), mine)
+            expect(other and len(other) < len(cases), "%s: no case of another chip, or no "
+                   "case of its own" % soc)
+            judged = {c["case"]: c for c in doc["cases"]}
+            expect(sorted(judged) == cases, "%s: the JSON report does not hold every case" % soc)
+            for case, c in judged.items():
+                if case not in other:
+                    expect(c["verdict"] == "same" and "other_chip" not in c,
+                           "%s: %s is %s in the JSON report" % (soc, case, c["verdict"]))
+                    continue
+                name, (ub, vc) = other[case]
+                o = c.get("other_chip", {})
+                expect(c["verdict"] == "other-chip" and c["outputs"] == {} and
+                       o.get("device") == {"name": soc, "ub_bytes": 196352,
+                                           "vector_cores": cores} and
+                       o.get("case") == {"name": name, "ub_bytes": ub, "vector_cores": vc} and
+                       o.get("detail", "").startswith("for another chip"),
+                       "%s: %s is not other-chip with both chips in the JSON report: %s"
+                       % (soc, case, json.dumps(c)))
+            expect(doc["summary"]["other_chip"] == len(other) and
+                   doc["summary"]["same"] == len(cases) - len(other),
+                   "%s: the JSON summary is %s" % (soc, doc["summary"]))
+            with open(junit_path) as f:
+                xml = f.read()
+            expect('skipped="%d"' % len(other) in xml,
+                   "%s: the JUnit testsuite does not count %d skipped" % (soc, len(other)))
+            for case in cases:
+                name = re.escape(os.path.basename(case))
+                block = re.search(r'<testcase [^>]*name="%s"[^>]*?(/>|>(.*?)</testcase>)' % name,
+                                  xml, re.S)
+                expect(block is not None, "%s: no testcase %s in the JUnit report" % (soc, case))
+                skipped = re.search(r'<skipped message="for another chip: [^"]*"/>',
+                                    block.group(0))
+                expect((skipped is not None) == (case in other),
+                       "%s: %s is %sskipped in the JUnit report: %s"
+                       % (soc, case, "not " if case in other else "", block.group(0)))
+
     def test_split_runtime_and_operator_libraries_pass(self):
         libs = self.lib("FAKE_ACL_RT") + ":" + self.lib("FAKE_ACL_OP")
         run = self.check(self.fault_cases(), {"MOEPERM_ASCEND_LIBS": libs})

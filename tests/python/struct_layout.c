@@ -63,6 +63,7 @@ int main(void)
     FIELD(moeperm_golden_attrs, restore_shape);
     FIELD(moeperm_golden_attrs, ub_bytes);
     FIELD(moeperm_golden_attrs, vector_cores);
+    FIELD(moeperm_golden_attrs, chip);
     end();
 
     BEGIN(moeperm_golden_recipe);
@@ -72,6 +73,7 @@ int main(void)
     FIELD(moeperm_golden_recipe, num_experts);
     FIELD(moeperm_golden_recipe, hot_percent);
     FIELD(moeperm_golden_recipe, sentinels);
+    FIELD(moeperm_golden_recipe, huge_indices);
     end();
 
     BEGIN(moeperm_golden_case);
@@ -118,6 +120,12 @@ int main(void)
     FIELD(moeperm_golden_spec, ub_bytes);
     FIELD(moeperm_golden_spec, vector_cores);
     FIELD(moeperm_golden_spec, seed);
+    FIELD(moeperm_golden_spec, padded_mode);
+    FIELD(moeperm_golden_spec, num_topk);
+    FIELD(moeperm_golden_spec, extra_indices);
+    FIELD(moeperm_golden_spec, huge_indices);
+    FIELD(moeperm_golden_spec, hidden_outer);
+    FIELD(moeperm_golden_spec, chip);
     end();
 
     BEGIN(moeperm_golden_diff);

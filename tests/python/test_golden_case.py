@@ -79,6 +79,26 @@ GENERATED = {
          "--ub-bytes", "40000"],
         dict(op="unpermute-grad", tokens_num=6, top_k=2, hidden_size=1500, dtype="float16",
              probs_dtype="float32", values="cancel", ub_bytes=40000)),
+    "unpermute-grad-named-chip": (
+        ["--op", "unpermute-grad", "--tokens", "6", "--top-k", "2", "--hidden", "40",
+         "--dtype", "bf16", "--probs-dtype", "float32", "--chip", "Ascend910B4-1"],
+        dict(op="unpermute-grad", tokens_num=6, top_k=2, hidden_size=40, dtype="bf16",
+             probs_dtype="float32", chip="Ascend910B4-1")),
+    "permute-grad-domain-edge": (
+        ["--tokens", "9", "--top-k", "-1", "--hidden", "5", "--dtype", "float32", "--rows", "12",
+         "--routing", "repeats", "--huge-indices", "--padded-mode"],
+        dict(tokens_num=9, top_k=1, num_topk=-1, hidden_size=5, dtype="float32", num_rows=12,
+             routing="repeats", huge_indices=True, padded_mode=True)),
+    "unpermute-grad-domain-edge": (
+        ["--op", "unpermute-grad", "--tokens", "5", "--top-k", "3", "--hidden", "7", "--dtype",
+         "bf16", "--rows", "40", "--routing", "sparse", "--extra-indices", "4"],
+        dict(op="unpermute-grad", tokens_num=5, top_k=3, hidden_size=7, dtype="bf16",
+             num_rows=40, routing="sparse", extra_indices=4)),
+    "permute-rank-3": (
+        ["--op", "permute", "--tokens", "6", "--top-k", "2", "--hidden", "12", "--dtype",
+         "float16", "--hidden-outer", "4"],
+        dict(op="permute", tokens_num=6, top_k=2, hidden_size=12, dtype="float16",
+             hidden_outer=4)),
     "name-with-quotes": (
         ["--tokens", "3", "--top-k", "2", "--hidden", "4", "--dtype", "fp32", "--name",
          "it's \"$(x)\" a case"],
@@ -221,9 +241,13 @@ def test_generate_spec_refused_by_the_library_says_why():
                                                r"MoeTokenUnpermute takes top_k 1$"):
         golden.Case.generate(op="unpermute", tokens_num=4, top_k=2, hidden_size=2, dtype="bf16",
                              has_probs=False)
-    with pytest.raises(golden.CaseError, match=r"^num_rows is 9, expected 0 to "
-                                               r"tokens_num\*top_k = 8$"):
-        golden.Case.generate(tokens_num=4, top_k=2, hidden_size=2, dtype="bf16", num_rows=9)
+    with pytest.raises(golden.CaseError, match=r"^routing sparse gives every slot its own row, "
+                                               r"but num_rows 7 is below tokens_num\*top_k = 8$"):
+        golden.Case.generate(tokens_num=4, top_k=2, hidden_size=2, dtype="bf16", num_rows=7,
+                             routing="sparse")
+    with pytest.raises(golden.CaseError, match=r"^num_rows is 9, expected 0 to 8$"):
+        golden.Case.generate(op="permute", tokens_num=4, top_k=2, hidden_size=2, dtype="bf16",
+                             num_rows=9)
 
 
 def test_save_refuses_an_existing_case_without_force_and_leaves_it(tmp_path):

@@ -160,9 +160,13 @@ def test_misuse_is_a_type_or_value_error_naming_the_argument():
     x = np.ones((4, 3), np.float32)
     g = np.ones((2, 3), np.float32)
     idx = np.arange(4, dtype=np.int32)
-    with pytest.raises(TypeError, match=r"^chip is a str; it must be a moeperm.Chip"):
+    with pytest.raises(ValueError, match=r'^chip is "A2", which is not a chip moeperm knows '
+                                         r'\(Ascend910B1, .*, Ascend910_9392\); a chip without a '
+                                         r'name is moeperm.Chip\(ub_bytes, vector_cores\)$'):
         moeperm.moe_token_unpermute_grad(x, g, idx, np.ones((2, 2), np.float32),
                                          chip="A2")
+    with pytest.raises(TypeError, match=r"^chip is a bytes; it must be a moeperm.Chip"):
+        moeperm.moe_token_unpermute_grad(x, g, idx, chip=b"Ascend910B3")
     with pytest.raises(TypeError, match=r"^chip is a int; it must be a moeperm.Chip"):
         moeperm.moe_token_unpermute_grad(x, g, idx, chip=5)
     with pytest.raises(ValueError, match=r"^unpermuted_tokens_grad has 3 dims; it must have 2 "

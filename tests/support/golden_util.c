@@ -58,6 +58,7 @@ void assert_same_case(const moeperm_golden_case *a, const moeperm_golden_case *b
         assert_int_equal(a->attrs.restore_shape[i], b->attrs.restore_shape[i]);
     assert_int_equal(a->attrs.ub_bytes, b->attrs.ub_bytes);
     assert_int_equal(a->attrs.vector_cores, b->attrs.vector_cores);
+    assert_string_equal(a->attrs.chip, b->attrs.chip);
     assert_int_equal(a->tensor_count, b->tensor_count);
     for (size_t i = 0; i < a->tensor_count; i++) {
         const moeperm_golden_tensor *x = &a->tensors[i], *y = &b->tensors[i];

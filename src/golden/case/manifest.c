@@ -303,6 +303,9 @@ static int read_recipe(json_object *root, moeperm_golden_recipe *recipe)
     if (json_object_object_get_ex(obj, "sentinels", &field) &&
         json_object_is_type(field, json_type_boolean))
         recipe->sentinels = json_object_get_boolean(field);
+    if (json_object_object_get_ex(obj, "huge_indices", &field) &&
+        json_object_is_type(field, json_type_boolean))
+        recipe->huge_indices = json_object_get_boolean(field);
     return 0;
 }
 
@@ -408,9 +411,32 @@ static bool attr_known(moeperm_op op, const char *key)
         return strcmp(key, "restore_shape") == 0;
     case MOEPERM_OP_UNPERMUTE_GRAD:
         return strcmp(key, "restore_shape") == 0 || strcmp(key, "ub_bytes") == 0 ||
-               strcmp(key, "vector_cores") == 0;
+               strcmp(key, "vector_cores") == 0 || strcmp(key, "chip") == 0;
     }
     return false;
+}
+
+int golden_attrs_check_chip(const moeperm_golden_attrs *a, char *err, size_t err_len)
+{
+    if (a->chip[0] == '\0')
+        return 0;
+    moeperm_chip chip;
+    if (memchr(a->chip, '\0', sizeof a->chip) == NULL ||
+        moeperm_chip_by_name(a->chip, &chip) != MOEPERM_SUCCESS) {
+        snprintf(err, err_len, "attrs.chip is \"%.*s\", which is not a chip moeperm knows (%s)",
+                 (int)sizeof a->chip, a->chip, moeperm_chip_names());
+        return -1;
+    }
+    if (a->ub_bytes != chip.ub_bytes || a->vector_cores != chip.vector_cores) {
+        snprintf(err, err_len,
+                 "attrs.chip is \"%s\", a chip of %" PRId64 " unified-buffer bytes and %" PRId64
+                 " vector cores, but attrs.ub_bytes is %" PRId64 " and attrs.vector_cores %" PRId64
+                 "%s",
+                 a->chip, chip.ub_bytes, chip.vector_cores, a->ub_bytes, a->vector_cores,
+                 a->ub_bytes && a->vector_cores ? "" : " (0: absent; a named chip gives both)");
+        return -1;
+    }
+    return 0;
 }
 
 static int read_attrs(reader *r, json_object *root, moeperm_golden_case *c)
@@ -431,7 +457,10 @@ static int read_attrs(reader *r, json_object *root, moeperm_golden_case *c)
     a->padded_mode = json_object_get_boolean(value);
     switch (c->op) {
     case MOEPERM_OP_PERMUTE_GRAD:
-        if (get_uint(r, attrs, "attrs.", "top_k", (uint64_t)MOEPERM_GOLDEN_MAX_DIM, &v) != 0)
+        /* As given: -1 means 1 to the device; the operator refuses the
+         * values it has no result for. */
+        if (get_int(r, attrs, "attrs.", "top_k", -MOEPERM_GOLDEN_MAX_DIM,
+                    (uint64_t)MOEPERM_GOLDEN_MAX_DIM, NULL, &v) != 0)
             return -1;
         a->top_k = (int64_t)v;
         break;
@@ -469,6 +498,18 @@ static int read_attrs(reader *r, json_object *root, moeperm_golden_case *c)
                             value, &v) != 0)
                     return -1;
                 *fields[i] = (int64_t)v;
+            }
+            if (json_object_object_get_ex(attrs, "chip", &value)) {
+                const char *name;
+                if (get_string(r, attrs, "attrs.", "chip", &name) != 0)
+                    return -1;
+                if (strlen(name) >= sizeof a->chip)
+                    return fail(r, "attrs.chip is \"%s\", which is not a chip moeperm knows "
+                                   "(%s)", name, moeperm_chip_names());
+                snprintf(a->chip, sizeof a->chip, "%s", name);
+                char why[512];
+                if (golden_attrs_check_chip(a, why, sizeof why) != 0)
+                    return fail(r, "%s", why);
             }
         }
         break;
@@ -624,6 +665,11 @@ static void put_attrs(FILE *f, const moeperm_golden_case *c)
                 fprintf(f, "%s%" PRId64, i ? ", " : "", a->restore_shape[i]);
             fputs("], ", f);
         }
+        if (a->chip[0]) {
+            fputs("\"chip\": ", f);
+            put_json_string(f, a->chip);
+            fputs(", ", f);
+        }
         if (a->ub_bytes)
             fprintf(f, "\"ub_bytes\": %" PRId64 ", ", a->ub_bytes);
         if (a->vector_cores)
@@ -650,6 +696,8 @@ static void put_recipe(FILE *f, const moeperm_golden_recipe *recipe)
     }
     if (recipe->sentinels)
         fputs(", \"sentinels\": true", f);
+    if (recipe->huge_indices)
+        fputs(", \"huge_indices\": true", f);
     fputc('}', f);
 }
 

@@ -21,6 +21,13 @@
 int golden_manifest_parse(const char *manifest_path, const char *text, moeperm_golden_case *c,
                           char sha[][GOLDEN_SHA256_HEX], char *err, size_t err_len);
 
+/* Whether a case's chip attributes hold together: a chip name, when
+ * there is one, is one moeperm_chip_by_name() knows, and ub_bytes and
+ * vector_cores are its numbers.  The reader refuses a manifest that breaks
+ * this, and the writers refuse to write one.  Returns 0, or -1 with a
+ * sentence (starting "attrs.chip") in err. */
+int golden_attrs_check_chip(const moeperm_golden_attrs *attrs, char *err, size_t err_len);
+
 /* c's manifest as a malloc'd string of *size bytes, sha[i] the hash of
  * c->tensors[i] (NULL when memory runs out). */
 char *golden_manifest_text(const moeperm_golden_case *c, const char sha[][GOLDEN_SHA256_HEX],

@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <string.h>
 
-static const char *const routing_names[] = {"routed", "identity", "reverse", "random"};
+static const char *const routing_names[] = {"routed", "identity", "reverse", "random",
+                                            "repeats", "sparse"};
 static const char *const values_names[] = {
     "normal",           "nan-inf",           "subnormal",        "overflow",
     "rounding",         "negzero",           "bits",             "masking",
@@ -50,7 +51,7 @@ bool moeperm_golden_values_parse(const char *name, moeperm_golden_values *values
 
 const char *moeperm_golden_routing_names(void)
 {
-    return "routed, identity, reverse, random";
+    return "routed, identity, reverse, random, repeats, sparse";
 }
 
 const char *moeperm_golden_values_names(void)

@@ -219,9 +219,11 @@ static const moeperm_golden_tensor *input_of(const moeperm_golden_case *c, const
     return t;
 }
 
-/* Appends an output (zeroed: what the operator leaves untouched reads 0). */
-static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_role role, moeperm_dtype dtype,
-                      int64_t d0, int64_t d1, uint64_t ndim, char *err, size_t err_len)
+/* Appends an output of ndim dims (zeroed: what the operator leaves
+ * untouched reads 0, as golden files have it). */
+static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_role role,
+                      moeperm_dtype dtype, const int64_t *dims, uint64_t ndim, char *err,
+                      size_t err_len)
 {
     if (c->tensor_count == MOEPERM_GOLDEN_MAX_TENSORS || moeperm_golden_case_tensor(c, name)) {
         snprintf(err, err_len, "the case already has %s", name);
@@ -237,14 +239,14 @@ static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_r
     t->role = role;
     t->dtype = dtype;
     t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    uint64_t bytes;
-    if (__builtin_mul_overflow((uint64_t)d0, ndim > 1 ? (uint64_t)d1 : 1, &bytes) ||
-        __builtin_mul_overflow(bytes, (uint64_t)moeperm_dtype_size(dtype), &bytes) ||
-        bytes > SIZE_MAX) {
-        snprintf(err, err_len, "%s of %lld by %lld elements is too large", name, (long long)d0,
-                 (long long)d1);
+    uint64_t bytes = moeperm_dtype_size(dtype);
+    bool overflow = false;
+    for (uint64_t d = 0; d < ndim; d++) {
+        t->shape[d] = dims[d];
+        overflow = overflow || __builtin_mul_overflow(bytes, (uint64_t)dims[d], &bytes);
+    }
+    if (overflow || bytes > SIZE_MAX) {
+        snprintf(err, err_len, "%s of %lld rows is too large", name, (long long)dims[0]);
         return -1;
     }
     t->bytes = (size_t)bytes;
@@ -258,6 +260,15 @@ static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_r
     return 0;
 }
 
+/* add_output() of a [d0, d1] tensor, or of [d0] when ndim is 1. */
+static int add_output2(moeperm_golden_case *c, const char *name, moeperm_golden_role role,
+                       moeperm_dtype dtype, int64_t d0, int64_t d1, uint64_t ndim, char *err,
+                       size_t err_len)
+{
+    const int64_t dims[2] = {d0, d1};
+    return add_output(c, name, role, dtype, dims, ndim, err, err_len);
+}
+
 /* The outputs of c's operator, shaped from its inputs as the operator
  * shapes them. */
 static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
@@ -265,20 +276,24 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
     const moeperm_golden_tensor *a, *b, *probs;
     err[0] = '\0';
     switch (c->op) {
-    case MOEPERM_OP_PERMUTE_GRAD:
+    case MOEPERM_OP_PERMUTE_GRAD: {
         if (!(a = input_of(c, "permuted_output_grad", 2, false, err, err_len)) ||
             !(b = input_of(c, "sorted_indices", 1, false, err, err_len)))
             return -1;
-        if (c->attrs.top_k < 1 || b->shape[0] % c->attrs.top_k != 0) {
-            snprintf(err, err_len, "sorted_indices has %lld entries, not a multiple of top_k = %lld",
-                     (long long)b->shape[0], (long long)c->attrs.top_k);
+        /* floor(L / K) tokens, as the device takes them (-1 means 1); for a
+         * num_topk it has no result for, no rows, and the operator's own
+         * refusal below. */
+        int64_t k = c->attrs.top_k == -1 ? 1 : c->attrs.top_k;
+        return add_output2(c, "input_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype,
+                           k >= 1 ? b->shape[0] / k : 0, a->shape[1], 2, err, err_len);
+    }
+    case MOEPERM_OP_PERMUTE: {
+        a = moeperm_golden_case_tensor_const(c, "tokens");
+        if (!a || a->ndim < 2) {
+            snprintf(err, err_len, "MoeTokenPermute needs the input tokens, [tokens, hidden] or "
+                                   "of a higher rank [tokens, ...]");
             return -1;
         }
-        return add_output(c, "input_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype,
-                          b->shape[0] / c->attrs.top_k, a->shape[1], 2, err, err_len);
-    case MOEPERM_OP_PERMUTE: {
-        if (!(a = input_of(c, "tokens", 2, false, err, err_len)))
-            return -1;
         b = moeperm_golden_case_tensor_const(c, "indices");
         if (!b || b->ndim < 1 || b->ndim > 2) {
             snprintf(err, err_len, "MoeTokenPermute needs the input indices, [tokens, top_k] "
@@ -289,10 +304,15 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
         if (n <= 0)
             n += slots;
         n = n < 0 ? 0 : n > slots ? slots : n;
-        return add_output(c, "permuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, n, a->shape[1], 2,
-                          err, err_len) ||
-               add_output(c, "sorted_indices", MOEPERM_GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0, 1, err,
-                          err_len);
+        /* The tokens' shape with its first dimension num_out, as the
+         * device's graph mode shapes it. */
+        int64_t dims[MOEPERM_MAX_DIMS];
+        memcpy(dims, a->shape, sizeof dims);
+        dims[0] = n;
+        return add_output(c, "permuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, dims,
+                          a->ndim, err, err_len) ||
+               add_output2(c, "sorted_indices", MOEPERM_GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0,
+                           1, err, err_len);
     }
     case MOEPERM_OP_UNPERMUTE: {
         if (!(a = input_of(c, "permuted_tokens", 2, false, err, err_len)) ||
@@ -302,8 +322,8 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
         if (!probs && err[0])
             return -1;
         int64_t tokens = probs ? probs->shape[0] : b->shape[0];
-        return add_output(c, "unpermuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, tokens,
-                          a->shape[1], 2, err, err_len);
+        return add_output2(c, "unpermuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, tokens,
+                           a->shape[1], 2, err, err_len);
     }
     case MOEPERM_OP_UNPERMUTE_GRAD:
         if (!(a = input_of(c, "permuted_tokens", 2, false, err, err_len)) ||
@@ -313,8 +333,8 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
         probs = input_of(c, "probs", 2, true, err, err_len);
         if (!probs && err[0])
             return -1;
-        if (add_output(c, "permuted_tokens_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, a->shape[0],
-                       a->shape[1], 2, err, err_len) != 0)
+        if (add_output2(c, "permuted_tokens_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype,
+                        a->shape[0], a->shape[1], 2, err, err_len) != 0)
             return -1;
         if (!probs)
             return 0;
@@ -322,9 +342,10 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
         probs = moeperm_golden_case_tensor_const(c, "probs");
         int64_t n = probs->shape[0], k = probs->shape[1];
         moeperm_dtype dtype = probs->dtype;
-        return add_output(c, "probs_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, dtype, n, k, 2, err, err_len) ||
-               add_output(c, "probs_grad_exact", MOEPERM_GOLDEN_ROLE_EXACT, MOEPERM_FLOAT64, n, k, 2,
-                          err, err_len);
+        return add_output2(c, "probs_grad", MOEPERM_GOLDEN_ROLE_OUTPUT, dtype, n, k, 2, err,
+                           err_len) ||
+               add_output2(c, "probs_grad_exact", MOEPERM_GOLDEN_ROLE_EXACT, MOEPERM_FLOAT64, n, k,
+                           2, err, err_len);
     }
     snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
     return -1;

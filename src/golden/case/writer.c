@@ -583,6 +583,12 @@ int golden_case_writer_close_releasing(golden_case_writer *w, moeperm_golden_cas
 int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len)
 {
+    /* Nothing a reader would refuse is written. */
+    char why[512];
+    if (golden_attrs_check_chip(&c->attrs, why, sizeof why) != 0) {
+        snprintf(err, err_len, "%s: %s", path, why);
+        return -1;
+    }
     /* Refused before anything is made: what the reader would refuse. */
     if (golden_case_check_writable(path, c, err, err_len) != 0)
         return -1;

@@ -55,7 +55,9 @@ enum prng_stream {
     PRNG_STREAM_PICK = 3, /* adversarial kinds: which slots of a (token, column) */
     PRNG_STREAM_PROBS = 4, /* probs */
     PRNG_STREAM_GRAD = 5,  /* unpermuted_tokens_grad */
-    PRNG_STREAM_SLOT = 6   /* coordinated kinds: one draw per slot, shared by probs and rows */
+    PRNG_STREAM_SLOT = 6,  /* coordinated kinds: one draw per slot, shared by probs and rows */
+    PRNG_STREAM_ROWS = 7   /* the repeats and sparse routings (draw i for slot i) and the
+                            * unread entries past T*K (draw T*K + j for entry j of them) */
 };
 
 #endif

@@ -41,8 +41,9 @@ static void store(moeperm_dtype dtype, void *data, uint64_t i, uint32_t bits)
  * allocated for the writer to hand it to the disk without a copy
  * (golden_tensor_alloc()) and not zeroed: its fill writes every byte.
  * Returns it, or NULL when memory runs out. */
-static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *name, moeperm_dtype dtype,
-                                 uint64_t ndim, int64_t d0, int64_t d1)
+static moeperm_golden_tensor *add_tensor_dims(moeperm_golden_case *c, const char *name,
+                                              moeperm_dtype dtype, uint64_t ndim,
+                                              const int64_t *dims)
 {
     size_t count;
     const moeperm_golden_slot *slots = moeperm_golden_op_slots(c->op, &count);
@@ -55,14 +56,24 @@ static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *nam
     t->role = slot->role;
     t->dtype = dtype;
     t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    t->bytes = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1) * moeperm_dtype_size(dtype);
+    t->bytes = moeperm_dtype_size(dtype);
+    for (uint64_t d = 0; d < ndim; d++) {
+        t->shape[d] = dims[d];
+        t->bytes *= (size_t)dims[d];
+    }
     t->file = golden_strdup_printf("%s.bin", name);
     t->data = golden_tensor_alloc(t->bytes, t->bytes < GOLDEN_DIRECT_MIN);
     if (!t->file || (t->bytes && !t->data))
         return NULL;
     return t;
+}
+
+/* add_tensor_dims() of a [d0, d1] tensor, or [d0] when ndim is 1. */
+static moeperm_golden_tensor *add_tensor(moeperm_golden_case *c, const char *name, moeperm_dtype dtype,
+                                 uint64_t ndim, int64_t d0, int64_t d1)
+{
+    const int64_t dims[2] = {d0, d1};
+    return add_tensor_dims(c, name, dtype, ndim, dims);
 }
 
 /* Row (t, k) of g, g->hidden elements, into dst. */
@@ -91,15 +102,14 @@ static void fill_row(const golden_generator *g, int64_t t, int64_t k, void *dst)
 
 /*
  * Fills the rows of a [rows, hidden] tensor: row r is row (r, 0) of g, or
- * with owner row (owner[r] / K, owner[r] % K), or zeros where owner[r] is
- * -1 (a row no slot owns).  The threads take stretches of rows
+ * with owner row (owner[r] / K, owner[r] % K).  The threads take stretches of rows
  * in order as they come free, and w (when not NULL) learns after each one
  * how many leading bytes are final.  Handing out stretches, rather than a
  * parallel loop per stretch, keeps the threads from waiting for each other
  * at every stretch, spinning on CPUs the writer's threads need.  Returns 0,
  * or -1 when memory runs out.
  */
-static int fill_rows(const golden_generator *g, const int32_t *owner, moeperm_golden_tensor *t,
+static int fill_rows(const golden_generator *g, const int64_t *owner, moeperm_golden_tensor *t,
                      golden_case_writer *w)
 {
     int64_t rows = t->shape[0];
@@ -128,11 +138,9 @@ static int fill_rows(const golden_generator *g, const int32_t *owner, moeperm_go
         for (int64_t r = i * per; r < end; r++) {
             if (!owner)
                 fill_row(g, r, 0, data + (size_t)r * row_bytes);
-            else if (owner[r] >= 0)
+            else
                 fill_row(g, owner[r] / g->top_k, owner[r] % g->top_k,
                          data + (size_t)r * row_bytes);
-            else
-                memset(data + (size_t)r * row_bytes, 0, row_bytes);
         }
         if (w) {
             pthread_mutex_lock(&finished);
@@ -152,23 +160,26 @@ static int fill_rows(const golden_generator *g, const int32_t *owner, moeperm_go
 /*
  * Fills the [R, H] permuted tensor: the value of token t's slot k at
  * column h lands in row sorted_indices[t*K + k] (nothing for a dropped
- * slot), so each row holds the values of the slot that owns it.  Made row
- * by row in order (each row from its owner) rather than slot by slot, so
- * that a writer can take the tensor in stretches.  Returns 0, or -1 when
+ * slot), so each row holds the values of the slot that owns it: the last
+ * slot naming it, when several do.  A row no slot names holds what flat
+ * slot T*K + r would (token (T*K + r) / K, slot (T*K + r) % K), values no
+ * slot reads, so that a kernel reading the wrong row shows.  Made row by
+ * row in order (each row from its owner) rather than slot by slot, so that
+ * a writer can take the tensor in stretches.  Returns 0, or -1 when
  * memory runs out.
  */
 static int fill_permuted(const golden_generator *g, const int32_t *indices, int64_t slots,
                          moeperm_golden_tensor *t, golden_case_writer *w)
 {
     int64_t rows = t->shape[0];
-    int32_t *owner = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *owner);
+    int64_t *owner = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *owner);
     if (!owner)
         return -1;
     for (int64_t r = 0; r < rows; r++)
-        owner[r] = -1;
+        owner[r] = slots + r;
     for (int64_t i = 0; i < slots; i++)
         if (indices[i] < rows)
-            owner[indices[i]] = (int32_t)i;
+            owner[indices[i]] = i;
     int rc = fill_rows(g, owner, t, w);
     free(owner);
     return rc;
@@ -206,13 +217,17 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
                         size_t err_len)
 {
     int64_t T = s->tokens_num, K = s->top_k, H = s->hidden_size, slots = T * K;
-    int64_t R = s->num_rows < 0 ? slots : s->num_rows;
+    int64_t R = s->num_rows < 0 ? slots : s->num_rows, L = slots + s->extra_indices;
     golden_generator values =
         make_generator(s, s->dtype, s->values, K, H, PRNG_STREAM_VALUES, GOLDEN_FILL_PERMUTED);
     moeperm_golden_tensor *t, *idx;
     switch (c->op) {
-    case MOEPERM_OP_PERMUTE:
-        if (!(t = add_tensor(c, "tokens", s->dtype, 2, T, H)))
+    case MOEPERM_OP_PERMUTE: {
+        /* Rank 3 with hidden_outer: a token is still its H elements in
+         * row-major order. */
+        const int64_t dims[3] = {T, s->hidden_outer ? s->hidden_outer : H,
+                                 s->hidden_outer ? H / s->hidden_outer : 0};
+        if (!(t = add_tensor_dims(c, "tokens", s->dtype, s->hidden_outer ? 3 : 2, dims)))
             return -1;
         values.top_k = 1;
         values.fills = GOLDEN_FILL_TOKENS;
@@ -222,13 +237,14 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
             golden_fill_expert_ids(s, idx, err, err_len) != 0)
             return -1;
         return 0;
+    }
     case MOEPERM_OP_PERMUTE_GRAD:
     case MOEPERM_OP_UNPERMUTE:
     case MOEPERM_OP_UNPERMUTE_GRAD:
         break;
     }
     /* The other three read a permuted tensor through sorted_indices. */
-    int32_t *indices = malloc((size_t)slots * sizeof *indices);
+    int32_t *indices = malloc((size_t)(L > 0 ? L : 1) * sizeof *indices);
     if (!indices || golden_make_indices(s, indices, err, err_len) != 0) {
         free(indices);
         return -1;
@@ -246,7 +262,7 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
             fill_rows(&g, NULL, t, w) != 0)
             goto done;
     }
-    if (!(idx = add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, slots, 0)))
+    if (!(idx = add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, L, 0)))
         goto done;
     memcpy(idx->data, indices, idx->bytes);
     if (s->has_probs && c->op != MOEPERM_OP_PERMUTE_GRAD) {
@@ -287,10 +303,19 @@ static int generate(const moeperm_golden_spec *s, const char *command, moeperm_g
     c->recipe.num_experts = s->num_experts ? s->num_experts : golden_default_experts(s->top_k);
     c->recipe.hot_percent = s->hot_percent;
     c->recipe.sentinels = c->op == MOEPERM_OP_PERMUTE && s->sentinels;
+    c->recipe.huge_indices = s->huge_indices;
     c->seed = s->seed;
-    c->attrs.top_k = c->op == MOEPERM_OP_PERMUTE_GRAD ? s->top_k : 0;
+    c->attrs.top_k = c->op != MOEPERM_OP_PERMUTE_GRAD ? 0 : s->num_topk ? s->num_topk : s->top_k;
     c->attrs.num_out_tokens = c->op == MOEPERM_OP_PERMUTE ? s->num_out_tokens : 0;
-    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && s->has_probs) {
+    c->attrs.padded_mode = s->padded_mode;
+    if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && s->chip[0]) {
+        /* A named chip is recorded by name and by its numbers. */
+        moeperm_chip chip = {0, 0};
+        moeperm_chip_by_name(s->chip, &chip);
+        snprintf(c->attrs.chip, sizeof c->attrs.chip, "%s", s->chip);
+        c->attrs.ub_bytes = chip.ub_bytes;
+        c->attrs.vector_cores = chip.vector_cores;
+    } else if (c->op == MOEPERM_OP_UNPERMUTE_GRAD && s->has_probs) {
         c->attrs.ub_bytes = s->ub_bytes;
         c->attrs.vector_cores = s->vector_cores;
     }

@@ -66,7 +66,10 @@ char *moeperm_golden_spec_command(const moeperm_golden_spec *s)
                      moeperm_golden_values_name(s->probs_values));
         else
             snprintf(op, sizeof op, " --op %s --no-probs", moeperm_op_name(op_code));
-        if (op_code == MOEPERM_OP_UNPERMUTE_GRAD && (s->ub_bytes || s->vector_cores)) {
+        if (op_code == MOEPERM_OP_UNPERMUTE_GRAD && s->chip[0]) {
+            size_t used = strlen(op);
+            snprintf(op + used, sizeof op - used, " --chip %s", s->chip);
+        } else if (op_code == MOEPERM_OP_UNPERMUTE_GRAD && (s->ub_bytes || s->vector_cores)) {
             size_t used = strlen(op);
             snprintf(op + used, sizeof op - used, " --ub-bytes %" PRId64 " --vector-cores %" PRId64,
                      s->ub_bytes ? s->ub_bytes : (int64_t)MOEPERM_CHIP_A2_UB_BYTES,
@@ -76,6 +79,19 @@ char *moeperm_golden_spec_command(const moeperm_golden_spec *s)
     default:
         break;
     }
+    /* The input domain's edge, spelled out only where a case reaches it,
+     * so that every other command stays as it was. */
+    char domain[160] = "";
+    size_t used = 0;
+    if (s->padded_mode)
+        used += (size_t)snprintf(domain + used, sizeof domain - used, " --padded-mode");
+    if (s->extra_indices)
+        used += (size_t)snprintf(domain + used, sizeof domain - used, " --extra-indices %" PRId64,
+                                 s->extra_indices);
+    if (s->huge_indices)
+        used += (size_t)snprintf(domain + used, sizeof domain - used, " --huge-indices");
+    if (s->hidden_outer)
+        snprintf(domain + used, sizeof domain - used, " --hidden-outer %" PRId64, s->hidden_outer);
     int64_t rows = s->num_rows < 0 ? s->tokens_num * s->top_k : s->num_rows;
     int64_t experts = s->num_experts ? s->num_experts : golden_default_experts(s->top_k);
     /* The name is the one word here that comes from the user; the others
@@ -85,10 +101,11 @@ char *moeperm_golden_spec_command(const moeperm_golden_spec *s)
         name ? golden_strdup_printf(
                    "moeperm golden --out ..%s --tokens %" PRId64 " --top-k %" PRId64
                    " --hidden %" PRId64 " --dtype %s --rows %" PRId64 " --experts %" PRId64
-                   " --hot %d --values %s --routing %s --seed %" PRIu64 " --name %s --force",
-                   op, s->tokens_num, s->top_k, s->hidden_size, moeperm_dtype_name(s->dtype),
-                   rows, experts, s->hot_percent, moeperm_golden_values_name(s->values),
-                   moeperm_golden_routing_name(s->routing), s->seed, name)
+                   " --hot %d --values %s --routing %s%s --seed %" PRIu64 " --name %s --force",
+                   op, s->tokens_num, s->num_topk ? s->num_topk : s->top_k, s->hidden_size,
+                   moeperm_dtype_name(s->dtype), rows, experts, s->hot_percent,
+                   moeperm_golden_values_name(s->values), moeperm_golden_routing_name(s->routing),
+                   domain, s->seed, name)
              : NULL;
     free(name);
     return command;

@@ -26,11 +26,18 @@ static const char preamble[] =
     "here as a `git diff` of manifests.\n"
     "\n"
     "Suites without an operator prefix (`dtype-topk`, `hidden`, `tokens`,\n"
-    "`dropped`, `routing`, `nan-inf`, `subnormal`, `overflow`, `rounding`) are\n"
-    "MoeTokenPermuteGrad's; `permute-*`, `unpermute-*` and `unpermute-grad-*`\n"
-    "are the other three operators'. The `unpermute-grad-*` suites are built to\n"
-    "settle the open questions of MoeTokenUnpermuteGrad's reduction in one device\n"
-    "run; each of their descriptions says what a mismatch there means.\n"
+    "`dropped`, `routing`, `nan-inf`, `subnormal`, `overflow`, `rounding`) and\n"
+    "`permute-grad-domain` are MoeTokenPermuteGrad's; the other `permute-*`,\n"
+    "`unpermute-*` and `unpermute-grad-*` are the other three operators'. The\n"
+    "`unpermute-grad-*` suites of the reduction are built to settle the open\n"
+    "questions of MoeTokenUnpermuteGrad's reduction in one device run; each of\n"
+    "their descriptions says what a mismatch there means. The `*-domain` suites\n"
+    "hold inputs at the edge of what the Atlas A2/A3 kernels accept\n"
+    "(docs/operators.md, \"The input domain\"). Outputs start as zeros: where\n"
+    "an operator leaves an element untouched (rows of MoeTokenUnpermuteGrad's\n"
+    "permuted_tokens_grad that no slot names) the golden output holds +0, so a\n"
+    "harness must hand the kernel outputs filled with zeros, as `moeperm run`\n"
+    "and `moeperm check` do.\n"
     "\n"
     "The format, the PRNG, the value kinds and what every suite exercises are\n"
     "in [docs/golden-format.md](../docs/golden-format.md). Check a backend\n"
@@ -53,15 +60,36 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const moeperm_golden_spec *)a)->name, ((const moeperm_golden_spec *)b)->name);
 }
 
+/* What s's case has of the input domain's edge, as ", ..." words (""
+ * for none): sorted_indices longer than T*K, huge entries, padded_mode. */
+static void edge(const moeperm_golden_spec *s, int64_t slots, char *out, size_t len)
+{
+    int used = 0;
+    out[0] = '\0';
+    if (s->extra_indices)
+        used += snprintf(out + used, len - (size_t)used, ", L=%" PRId64 " (%" PRId64 " unread)",
+                         slots + s->extra_indices, s->extra_indices);
+    if (s->huge_indices)
+        used += snprintf(out + used, len - (size_t)used, ", huge indices");
+    if (s->padded_mode)
+        snprintf(out + used, len - (size_t)used, ", padded_mode true");
+}
+
 /* The sizes of s's case in words, as its tensors have them. */
 static void sizes(const moeperm_golden_spec *s, char *out, size_t len)
 {
     moeperm_op op = s->op ? s->op : MOEPERM_OP_PERMUTE_GRAD;
     int64_t t = s->tokens_num, k = s->top_k, h = s->hidden_size;
     int64_t rows = s->num_rows < 0 ? t * k : s->num_rows;
+    char more[128];
+    edge(s, t * k, more, sizeof more);
     if (op == MOEPERM_OP_PERMUTE_GRAD) {
-        snprintf(out, len, "T=%" PRId64 ", K=%" PRId64 ", H=%" PRId64 ", R=%" PRId64, t, k, h,
-                 rows);
+        if (s->num_topk == -1)
+            snprintf(out, len, "T=%" PRId64 ", K=-1 (taken as 1), H=%" PRId64 ", R=%" PRId64 "%s",
+                     t, h, rows, more);
+        else
+            snprintf(out, len, "T=%" PRId64 ", K=%" PRId64 ", H=%" PRId64 ", R=%" PRId64 "%s", t,
+                     k, h, rows, more);
         return;
     }
     if (op == MOEPERM_OP_PERMUTE) {
@@ -70,18 +98,29 @@ static void sizes(const moeperm_golden_spec *s, char *out, size_t len)
         if (n <= 0)
             n += slots;
         n = n < 0 ? 0 : n > slots ? slots : n;
+        char rank3[64] = "";
+        if (s->hidden_outer)
+            snprintf(rank3, sizeof rank3, ", tokens [%" PRId64 ", %" PRId64 ", %" PRId64 "]", t,
+                     s->hidden_outer, h / s->hidden_outer);
         snprintf(out, len,
                  "T=%" PRId64 ", K=%" PRId64 ", H=%" PRId64 ", %s, num_out_tokens %" PRId64
-                 ": %" PRId64 " row%s, %s ids%s",
+                 ": %" PRId64 " row%s, %s ids%s%s",
                  t, k, h, moeperm_dtype_name(s->dtype), s->num_out_tokens, n, n == 1 ? "" : "s",
-                 moeperm_dtype_name(s->index_dtype), s->sentinels ? " with sentinels" : "");
+                 moeperm_dtype_name(s->index_dtype), s->sentinels ? " with sentinels" : "",
+                 rank3);
         return;
     }
     char probs[32] = "no probs", chip[128] = "";
     if (s->has_probs)
         snprintf(probs, sizeof probs, "%s probs", moeperm_dtype_name(s->probs_dtype));
     /* The manifest names a chip only where the case has one. */
-    if (op == MOEPERM_OP_UNPERMUTE_GRAD && s->has_probs && (s->ub_bytes || s->vector_cores)) {
+    moeperm_chip named;
+    if (op == MOEPERM_OP_UNPERMUTE_GRAD && s->chip[0] &&
+        moeperm_chip_by_name(s->chip, &named) == MOEPERM_SUCCESS) {
+        snprintf(chip, sizeof chip, ", chip %s: %" PRId64 "-byte unified buffer, %" PRId64
+                 " cores", s->chip, named.ub_bytes, named.vector_cores);
+    } else if (op == MOEPERM_OP_UNPERMUTE_GRAD && s->has_probs &&
+               (s->ub_bytes || s->vector_cores)) {
         char ub[32] = "the A2's", cores[32] = "the A2's";
         if (s->ub_bytes)
             snprintf(ub, sizeof ub, "%" PRId64, s->ub_bytes);
@@ -90,8 +129,8 @@ static void sizes(const moeperm_golden_spec *s, char *out, size_t len)
         snprintf(chip, sizeof chip, ", chip: %s-byte unified buffer, %s cores", ub, cores);
     }
     snprintf(out, len,
-             "T=%" PRId64 ", K=%" PRId64 ", H=%" PRId64 ", R=%" PRId64 ", %s tokens, %s%s", t,
-             s->has_probs ? k : 1, h, rows, moeperm_dtype_name(s->dtype), probs, chip);
+             "T=%" PRId64 ", K=%" PRId64 ", H=%" PRId64 ", R=%" PRId64 ", %s tokens, %s%s%s", t,
+             s->has_probs ? k : 1, h, rows, moeperm_dtype_name(s->dtype), probs, chip, more);
 }
 
 char *moeperm_golden_corpus_readme(uint64_t seed)

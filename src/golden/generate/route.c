@@ -62,7 +62,45 @@ static int32_t *routed_ids(const moeperm_golden_spec *s, char *err, size_t err_l
     return ids;
 }
 
-int golden_make_indices(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len)
+/* The rows R of spec s's permuted tensor. */
+static int64_t rows_of(const moeperm_golden_spec *s)
+{
+    return s->num_rows < 0 ? s->tokens_num * s->top_k : s->num_rows;
+}
+
+/* The routings that are no permutation: repeats draws every slot's row
+ * from [0, R) on its own; sparse deals distinct rows out of [0, R) by the
+ * first T*K steps of a Fisher-Yates shuffle of 0..R-1 (step i swaps entry
+ * i with entry i + below(draw i, R - i)). */
+static int domain_rows(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len)
+{
+    int64_t n = s->tokens_num * s->top_k, rows = rows_of(s);
+    uint64_t key = prng_stream_key(s->seed, PRNG_STREAM_ROWS);
+    if (s->routing == MOEPERM_GOLDEN_ROUTING_REPEATS) {
+        for (int64_t i = 0; i < n; i++)
+            indices[i] = (int32_t)prng_below(prng_draw(key, (uint64_t)i), (uint64_t)rows);
+        return 0;
+    }
+    int32_t *deck = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *deck);
+    if (!deck) {
+        snprintf(err, err_len, "out of memory for the %" PRId64 " rows of a sparse routing", rows);
+        return -1;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        deck[r] = (int32_t)r;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i + (int64_t)prng_below(prng_draw(key, (uint64_t)i), (uint64_t)(rows - i));
+        int32_t tmp = deck[i];
+        deck[i] = deck[j];
+        deck[j] = tmp;
+        indices[i] = deck[i];
+    }
+    free(deck);
+    return 0;
+}
+
+/* The slots' rows by the routing of s, n = T*K of them. */
+static int route(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len)
 {
     int64_t n = s->tokens_num * s->top_k;
     switch (s->routing) {
@@ -88,6 +126,9 @@ int golden_make_indices(const moeperm_golden_spec *s, int32_t *indices, char *er
         }
         return 0;
     }
+    case MOEPERM_GOLDEN_ROUTING_REPEATS:
+    case MOEPERM_GOLDEN_ROUTING_SPARSE:
+        return domain_rows(s, indices, err, err_len);
     case MOEPERM_GOLDEN_ROUTING_ROUTED:
         break;
     }
@@ -102,6 +143,31 @@ int golden_make_indices(const moeperm_golden_spec *s, int32_t *indices, char *er
                  moeperm_status_name(st), moeperm_last_error());
         return -1;
     }
+    return 0;
+}
+
+int golden_make_indices(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len)
+{
+    int64_t n = s->tokens_num * s->top_k, rows = rows_of(s);
+    if (route(s, indices, err, err_len) != 0)
+        return -1;
+    /* Every third slot far past the rows: 1.0f's bits read as an int32
+     * (as in the vendor's examples), INT32_MAX, R itself, +inf's bits,
+     * 2^24. */
+    if (s->huge_indices) {
+        int64_t huge[HUGE_COUNT] = HUGE_VALUES;
+        huge[2] = rows;
+        for (int64_t i = 1; i < n; i += 3)
+            indices[i] = (int32_t)huge[(i / 3) % HUGE_COUNT];
+    }
+    /* The entries past T*K, never read: rows drawn from [0, R) (0 when
+     * there are none), so that a kernel reading them sums what it should
+     * not rather than leaving the tensor. */
+    uint64_t key = prng_stream_key(s->seed, PRNG_STREAM_ROWS);
+    for (int64_t j = 0; j < s->extra_indices; j++)
+        indices[n + j] = rows > 0 ? (int32_t)prng_below(prng_draw(key, (uint64_t)(n + j)),
+                                                        (uint64_t)rows)
+                                  : 0;
     return 0;
 }
 

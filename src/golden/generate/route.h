@@ -10,8 +10,9 @@
 
 #include <moeperm/golden.h>
 
-/* sorted_indices of spec s (tokens_num * top_k of them) into indices.
- * Returns 0 or -1 with a sentence in err. */
+/* sorted_indices of spec s into indices: the tokens_num * top_k entries
+ * of its routing (huge ones put in with huge_indices), then its
+ * extra_indices entries.  Returns 0 or -1 with a sentence in err. */
 int golden_make_indices(const moeperm_golden_spec *s, int32_t *indices, char *err, size_t err_len);
 
 /* MoeTokenPermute's expert ids [T, K] of the index dtype into t's data:

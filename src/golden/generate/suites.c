@@ -56,6 +56,17 @@ static const moeperm_golden_suite suites[] = {
                               "chunks, with short last chunks", true},
     {"unpermute-grad-values", "MoeTokenUnpermuteGrad: order-dependent sums, signed zeros, inf "
                               "and NaN meeting dropped rows, product edge cases", true},
+    {"unpermute-grad-chips", "MoeTokenUnpermuteGrad for a named chip: a probs_grad that "
+                             "differs between 48 and 40 vector cores", true},
+    {"permute-grad-domain", "MoeTokenPermuteGrad at the input domain's edge: rows read twice "
+                            "or never, huge indices, R > N*K, num_topk -1, unread entries, "
+                            "padded_mode", true},
+    {"permute-domain", "MoeTokenPermute at the input domain's edge: tokens of rank 3", true},
+    {"unpermute-domain", "MoeTokenUnpermute at the input domain's edge: rows read twice or "
+                         "never, huge indices, R > N*K, unread entries, padded_mode", true},
+    {"unpermute-grad-domain", "MoeTokenUnpermuteGrad at the input domain's edge: rows no slot "
+                              "names (left as they were), huge indices, unread entries, "
+                              "padded_mode", true},
     {"permute-large", "on demand: MoeTokenPermute at DeepSeek-V3 sizes on 4096 tokens, 4 Mi "
                       "copies", false},
     {"unpermute-large", "on demand: MoeTokenUnpermute at DeepSeek-V3 sizes on 4096 tokens",
@@ -948,6 +959,189 @@ static void suite_unpermute_grad_values(spec_list *l)
               "otherwise");
 }
 
+/* A case for a named chip whose tiling differs from the Atlas A2's: with
+ * 41 tokens a 40-core part gives each core 2 (an A2 core 1), so its
+ * buffer holds twice the indices, and 7685 bf16 columns no longer fit in
+ * one chunk beside 101 slots' worth of them (checked with
+ * moeperm_token_unpermute_grad_tiling(): one chunk of 7685 on the A2,
+ * 7680 + 5 on the Ascend910B3).  8 rows keep the corpus small. */
+static void suite_unpermute_grad_chips(spec_list *l)
+{
+    moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 41, 101, 7685);
+    s.num_rows = 8;
+    snprintf(s.chip, sizeof s.chip, "Ascend910B3");
+    add_named(l, s, "bf16-pfloat32-t41-k101-h7685-ascend910b3",
+              "for the Ascend910B3 (40 vector cores, \"chip\" in the manifest), not the A2: "
+              "probs_grad in chunks of 7680 and 5 (one of 7685 on 48 cores). A mismatch on "
+              "that chip: the chunks are summed otherwise");
+}
+
+/* ---------------------------------------------------------------------- */
+/* The input domain's edge (docs/operators.md, "The input domain")        */
+/* ---------------------------------------------------------------------- */
+
+/* The domain fields of a spec: rows R, routing, huge entries, extra
+ * entries, padded_mode. */
+static moeperm_golden_spec domain(moeperm_golden_spec s, int64_t rows, moeperm_golden_routing routing,
+                                  bool huge, int64_t extra, bool padded)
+{
+    s.num_rows = rows;
+    s.routing = routing;
+    s.huge_indices = huge;
+    s.extra_indices = extra;
+    s.padded_mode = padded;
+    return s;
+}
+
+#define HUGE_WORDS "every third slot's row huge (1.0f's bits 1065353216, INT32_MAX, R, " \
+                   "+inf's bits, 2^24): dropped"
+
+static void suite_permute_grad_domain(spec_list *l)
+{
+    const moeperm_golden_routing REPEATS = MOEPERM_GOLDEN_ROUTING_REPEATS,
+                                 SPARSE = MOEPERM_GOLDEN_ROUTING_SPARSE,
+                                 ROUTED = MOEPERM_GOLDEN_ROUTING_ROUTED;
+    moeperm_golden_spec s = spec(MOEPERM_BF16, 16, 4, 24, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    add(l, domain(s, 64, REPEATS, false, 0, false), "repeats-t16-k4-h24",
+        "not a permutation: every slot's row drawn from the 64 rows, so rows are summed by "
+        "several slots (or twice by one token) and rows no slot names are never read");
+    s.dtype = MOEPERM_FLOAT16;
+    add(l, domain(s, 100, REPEATS, false, 0, false), "repeats-rows100-t16-k4-h24",
+        "R = 100 > N*K = 64, rows drawn from all 100: rows read twice, rows never read");
+    s = spec(MOEPERM_FLOAT, 16, 4, 17, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    add(l, domain(s, 100, SPARSE, false, 0, false), "sparse-rows100-t16-k4-h17",
+        "R = 100 > N*K = 64: every slot its own row, 36 rows no slot names (never read)");
+    s = spec(MOEPERM_BF16, 16, 4, 24, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    add(l, domain(s, -1, ROUTED, true, 0, false), "huge-t16-k4-h24",
+        "routed, " HUGE_WORDS " (a kernel that reads them reads far outside the tensor)");
+    s = spec(MOEPERM_FLOAT16, 16, 4, 16, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    add(l, domain(s, 20, REPEATS, true, 0, false), "huge-repeats-rows20-t16-k4-h16",
+        "rows drawn from 20 (R < N*K), read many times over, and " HUGE_WORDS);
+    s = spec(MOEPERM_BF16, 33, 1, 24, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    s.num_topk = -1;
+    add(l, s, "num-topk-minus1-t33-h24",
+        "num_topk -1 (\"top_k\": -1 in the manifest), which the device's tiling takes as 1: "
+        "one slot per token, a copy of its row");
+    s = spec(MOEPERM_FLOAT, 24, 1, 16, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    s.num_topk = -1;
+    add(l, domain(s, 40, REPEATS, true, 0, true), "num-topk-minus1-huge-repeats-padded-t24-h16",
+        "num_topk -1 and padded_mode true (both as given to the device, which takes 1 and "
+        "ignores the mode), rows from 40 drawn with repeats, " HUGE_WORDS);
+    s = spec(MOEPERM_FLOAT, 10, 4, 19, MOEPERM_GOLDEN_VALUES_NORMAL, ROUTED);
+    add(l, domain(s, -1, ROUTED, false, 3, false), "extra3-t10-k4-h19",
+        "sorted_indices of 43 = N*K + 3 entries: floor(43 / 4) = 10 tokens, the last 3 "
+        "entries (rows in range) never read");
+    s = spec(MOEPERM_BF16, 8, 2, 16, MOEPERM_GOLDEN_VALUES_NORMAL, MOEPERM_GOLDEN_ROUTING_RANDOM);
+    add(l, domain(s, -1, MOEPERM_GOLDEN_ROUTING_RANDOM, false, 0, true), "padded-t8-k2-h16",
+        "padded_mode true, as given to the device: Atlas A2/A3 ignore it");
+}
+
+static void suite_permute_domain(spec_list *l)
+{
+    static const struct {
+        moeperm_dtype dtype;
+        moeperm_dtype index;
+        int64_t t, k, outer, inner, num_out;
+        bool sentinels;
+        const char *why;
+    } cases[] = {
+        {MOEPERM_BF16, MOEPERM_INT32, 6, 4, 4, 8, 0, false, "every copy kept"},
+        {MOEPERM_FLOAT16, MOEPERM_INT32, 6, 4, 3, 5, -5, false,
+         "num_out_tokens -5: the last 5 copies dropped"},
+        {MOEPERM_INT8, MOEPERM_INT32, 7, 2, 2, 16, 9, false, "int8 tokens, 9 rows kept"},
+        {MOEPERM_FLOAT, MOEPERM_INT64, 8, 4, 2, 3, 0, true,
+         "int64 ids with the sentinels (every 7th the dtype's minimum or maximum)"},
+        {MOEPERM_BF16, MOEPERM_INT32, 4, 8, 8, 7, -32, false,
+         "num_out_tokens -32 = -N*K: no row, permuted_tokens [0, 8, 7]"},
+    };
+    char name[96];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, cases[i].dtype, NO_PROBS, cases[i].t,
+                                        cases[i].k, cases[i].outer * cases[i].inner);
+        s.index_dtype = cases[i].index;
+        s.hidden_outer = cases[i].outer;
+        s.num_out_tokens = cases[i].num_out;
+        s.sentinels = cases[i].sentinels;
+        snprintf(name, sizeof name, "%s-rank3-t%" PRId64 "-k%" PRId64 "-h%" PRId64 "x%" PRId64
+                 "%s%s", moeperm_dtype_name(cases[i].dtype), cases[i].t, cases[i].k,
+                 cases[i].outer, cases[i].inner,
+                 cases[i].index == MOEPERM_INT64 ? "-int64" : "",
+                 cases[i].num_out ? (cases[i].num_out < 0 ? "-cut" : "-keep") : "");
+        add_named(l, s, name,
+                  "tokens of rank 3, [%" PRId64 ", %" PRId64 ", %" PRId64
+                  "]: a token is its %" PRId64 " elements in row-major order, permuted_tokens "
+                  "[num_out, %" PRId64 ", %" PRId64 "]; %s",
+                  cases[i].t, cases[i].outer, cases[i].inner, cases[i].outer * cases[i].inner,
+                  cases[i].outer, cases[i].inner, cases[i].why);
+    }
+}
+
+static void suite_unpermute_domain(spec_list *l)
+{
+    const moeperm_golden_routing REPEATS = MOEPERM_GOLDEN_ROUTING_REPEATS,
+                                 SPARSE = MOEPERM_GOLDEN_ROUTING_SPARSE,
+                                 ROUTED = MOEPERM_GOLDEN_ROUTING_ROUTED;
+    moeperm_golden_spec s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 16, 4, 24);
+    add_named(l, domain(s, 64, REPEATS, false, 0, false), "bf16-pfloat32-repeats-t16-k4-h24",
+              "not a permutation: rows drawn from the 64, read by several slots (weighted by "
+              "each slot's prob), rows no slot names never read");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT16, MOEPERM_BF16, 16, 4, 16);
+    add_named(l, domain(s, 100, REPEATS, false, 0, false),
+              "float16-pbf16-repeats-rows100-t16-k4-h16",
+              "R = 100 > N*K = 64, rows drawn from all 100: rows read twice, rows never read");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, MOEPERM_FLOAT, 16, 4, 17);
+    add_named(l, domain(s, 90, SPARSE, false, 0, false), "float32-pfloat32-sparse-rows90-t16-k4-h17",
+              "R = 90 > N*K = 64: every slot its own row, 26 rows no slot names");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_BF16, 16, 4, 24);
+    add_named(l, domain(s, -1, ROUTED, true, 0, false), "bf16-pbf16-huge-t16-k4-h24",
+              "routed, " HUGE_WORDS " (left out of the sums as rows >= R are)");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, NO_PROBS, 32, 1, 16);
+    add_named(l, domain(s, 40, REPEATS, false, 0, false), "bf16-noprobs-repeats-rows40-t32-h16",
+              "no probs (K = 1, a copy): rows drawn from 40 > N = 32, copied to several tokens");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT16, NO_PROBS, 24, 1, 16);
+    add_named(l, domain(s, -1, MOEPERM_GOLDEN_ROUTING_RANDOM, true, 0, false),
+              "float16-noprobs-huge-t24-h16",
+              "no probs, a random permutation with " HUGE_WORDS ": those tokens +0");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_FLOAT, MOEPERM_FLOAT16, 10, 3, 19);
+    add_named(l, domain(s, -1, ROUTED, false, 7, false), "float32-pfloat16-extra7-t10-k3-h19",
+              "sorted_indices of N*K + 7 = 37 entries: the tokens are probs' 10, the last 7 "
+              "entries (rows in range) never read");
+    s = op_spec(MOEPERM_OP_UNPERMUTE, MOEPERM_BF16, MOEPERM_FLOAT, 8, 2, 16);
+    add_named(l, domain(s, -1, ROUTED, false, 0, true), "bf16-pfloat32-padded-t8-k2-h16",
+              "padded_mode true, as given to the device: Atlas A2/A3 ignore it");
+}
+
+#define UNTOUCHED "; rows no slot names are left as the caller had them: the golden output " \
+                  "has +0 there, so a harness must start permuted_tokens_grad as zeros"
+
+static void suite_unpermute_grad_domain(spec_list *l)
+{
+    const moeperm_golden_routing SPARSE = MOEPERM_GOLDEN_ROUTING_SPARSE,
+                                 ROUTED = MOEPERM_GOLDEN_ROUTING_ROUTED;
+    moeperm_golden_spec s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 16, 4, 24);
+    add_named(l, domain(s, 100, SPARSE, false, 0, false), "bf16-pfloat32-sparse-rows100-t16-k4-h24",
+              "R = 100 > N*K = 64, each slot its own row" UNTOUCHED);
+    s = grad_spec(MOEPERM_FLOAT16, NO_PROBS, 20, 1, 16);
+    add_named(l, domain(s, 50, SPARSE, false, 0, false), "float16-noprobs-sparse-rows50-t20-h16",
+              "no probs (a scatter copy of g), R = 50 > N = 20" UNTOUCHED);
+    s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 16, 4, 24);
+    add_named(l, domain(s, -1, ROUTED, true, 0, false), "bf16-pfloat32-huge-t16-k4-h24",
+              "routed; every third slot's row huge (repeated: dropped slots may share one), "
+              "its probs_grad +0" UNTOUCHED);
+    s = grad_spec(MOEPERM_FLOAT, MOEPERM_BF16, 12, 4, 17);
+    add_named(l, domain(s, 80, SPARSE, true, 0, false),
+              "float32-pbf16-huge-sparse-rows80-t12-k4-h17",
+              "R = 80 > N*K = 48, distinct rows, and every third slot's row huge" UNTOUCHED);
+    s = grad_spec(MOEPERM_BF16, MOEPERM_FLOAT, 10, 3, 19);
+    add_named(l, domain(s, -1, ROUTED, false, 9, false), "bf16-pfloat32-extra9-t10-k3-h19",
+              "sorted_indices of N*K + 9 = 39 entries: the last 9 (rows in range, some named "
+              "by slots too) never read, so never written");
+    s = grad_spec(MOEPERM_FLOAT, MOEPERM_FLOAT, 8, 2, 16);
+    add_named(l, domain(s, -1, ROUTED, false, 0, true), "float32-pfloat32-padded-t8-k2-h16",
+              "padded_mode true, as given to the device: the Atlas A2/A3 tiling runs the "
+              "non-padded kernel");
+}
+
 static void suite_permute_large(spec_list *l)
 {
     moeperm_golden_spec s = op_spec(MOEPERM_OP_PERMUTE, MOEPERM_BF16, NO_PROBS, 4096, 8, 7168);
@@ -1005,6 +1199,11 @@ int moeperm_golden_suite_specs(const moeperm_golden_suite *suite, uint64_t seed,
         {"unpermute-grad-ub261888", suite_unpermute_grad_ub261888},
         {"unpermute-grad-chunks", suite_unpermute_grad_chunks},
         {"unpermute-grad-values", suite_unpermute_grad_values},
+        {"unpermute-grad-chips", suite_unpermute_grad_chips},
+        {"permute-grad-domain", suite_permute_grad_domain},
+        {"permute-domain", suite_permute_domain},
+        {"unpermute-domain", suite_unpermute_domain},
+        {"unpermute-grad-domain", suite_unpermute_grad_domain},
         {"permute-large", suite_permute_large},
         {"unpermute-large", suite_unpermute_large},
         {"unpermute-grad-large", suite_unpermute_grad_large},

@@ -23,6 +23,7 @@ typedef struct case_state {
      * VERDICT_MISSING */
     int worst;
     moeperm_golden_failure failure; /* why, for VERDICT_ERROR */
+    bool other_chip;      /* not judged: made for another chip than the device's */
 } case_state;
 
 struct moeperm_golden_json_report {
@@ -144,7 +145,8 @@ int moeperm_golden_json_report_add_case(moeperm_golden_json_report *r, const cha
     char *suite = slash ? strndup(case_path, (size_t)(slash - case_path)) : strdup(".");
     if (!suite)
         return -1;
-    r->state[r->count++] = (case_state){c, outputs, suite, -1, MOEPERM_GOLDEN_FAILURE_BACKEND};
+    r->state[r->count++] = (case_state){c, outputs, suite, -1, MOEPERM_GOLDEN_FAILURE_BACKEND,
+                                        false};
     return 0;
 }
 
@@ -348,9 +350,13 @@ int golden_json_report_add_output(moeperm_golden_json_report *r, const golden_js
 static void put_counts(json_object *obj, const moeperm_golden_json_report *r, size_t first,
                        size_t end, bool *ok)
 {
-    uint64_t n[5] = {0, 0, 0, 0, 0}, bad = 0;
+    uint64_t n[5] = {0, 0, 0, 0, 0}, bad = 0, other_chip = 0;
     for (size_t i = first; i < end; i++) {
         const case_state *s = &r->state[i];
+        if (s->other_chip) {
+            other_chip++;
+            continue;
+        }
         n[s->worst < 0 ? 0 : s->worst]++;
         bad += s->worst == VERDICT_ERROR && s->failure == MOEPERM_GOLDEN_FAILURE_BAD_INPUT;
     }
@@ -362,6 +368,7 @@ static void put_counts(json_object *obj, const moeperm_golden_json_report *r, si
     put(obj, "bad_input", count(bad), ok);
     put(obj, "backend_failure", count(n[VERDICT_ERROR] - bad), ok);
     put(obj, "error", count(n[VERDICT_ERROR]), ok);
+    put(obj, "other_chip", count(other_chip), ok);
 }
 
 static json_object *document(const moeperm_golden_json_report *r, bool *ok)
@@ -463,4 +470,42 @@ void moeperm_golden_json_report_free(moeperm_golden_json_report *r)
         free(r->state[i].suite);
     free(r->state);
     free(r);
+}
+
+/* {"name": ..., "ub_bytes": ..., "vector_cores": ...}, name null when the
+ * chip has none. */
+static json_object *chip_object(const char *name, const moeperm_chip *chip, bool *ok)
+{
+    json_object *o = json_object_new_object();
+    if (!o) {
+        *ok = false;
+        return NULL;
+    }
+    put(o, "name", name && name[0] ? text(name) : NULL, ok);
+    put(o, "ub_bytes", json_object_new_int64(chip->ub_bytes), ok);
+    put(o, "vector_cores", json_object_new_int64(chip->vector_cores), ok);
+    return o;
+}
+
+int moeperm_golden_json_report_set_other_chip(moeperm_golden_json_report *r,
+                                              const char *device_name,
+                                              const moeperm_chip *device,
+                                              const char *case_name,
+                                              const moeperm_chip *case_chip,
+                                              const char *sentence)
+{
+    if (r->count == 0 || !device || !case_chip)
+        return -1;
+    case_state *s = &r->state[r->count - 1];
+    bool ok = true;
+    json_object *chips = json_object_new_object();
+    if (!chips)
+        return -1;
+    put(chips, "device", chip_object(device_name, device, &ok), &ok);
+    put(chips, "case", chip_object(case_name, case_chip, &ok), &ok);
+    put(chips, "detail", text(sentence ? sentence : ""), &ok);
+    put(s->obj, "other_chip", chips, &ok);
+    put(s->obj, "verdict", json_object_new_string("other-chip"), &ok);
+    s->other_chip = true;
+    return ok ? 0 : -1;
 }

@@ -134,17 +134,22 @@ int moeperm_golden_junit_write(const moeperm_golden_junit *j, const char *path, 
         snprintf(err, err_len, "out of memory writing %s", path);
         return -1;
     }
-    size_t failures = 0, errors = 0;
+    size_t failures = 0, errors = 0, skipped = 0;
     double total = 0;
     for (size_t i = 0; i < j->count; i++) {
         failures += j->cases[i].outcome == MOEPERM_GOLDEN_MISMATCH;
         errors += j->cases[i].outcome == MOEPERM_GOLDEN_ERROR;
+        skipped += j->cases[i].outcome == MOEPERM_GOLDEN_SKIPPED;
         total += j->cases[i].seconds;
     }
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"", f);
     moeperm_golden_xml_escape(f, j->suite);
-    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" time=\"%.3f\">\n", j->count,
-            failures, errors, total);
+    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\"", j->count, failures, errors);
+    /* Only a report that skipped something says so: the others stay as
+     * they were. */
+    if (skipped)
+        fprintf(f, " skipped=\"%zu\"", skipped);
+    fprintf(f, " time=\"%.3f\">\n", total);
     for (size_t i = 0; i < j->count; i++) {
         const junit_case *c = &j->cases[i];
         /* classname is the suite directory, name the case, as CI tools group
@@ -163,6 +168,12 @@ int moeperm_golden_junit_write(const moeperm_golden_junit *j, const char *path, 
         fprintf(f, "\" time=\"%.3f\"", c->seconds);
         if (c->outcome == MOEPERM_GOLDEN_PASS) {
             fputs("/>\n", f);
+            continue;
+        }
+        if (c->outcome == MOEPERM_GOLDEN_SKIPPED) {
+            fputs(">\n      <skipped message=\"", f);
+            moeperm_golden_xml_escape(f, c->message);
+            fputs("\"/>\n    </testcase>\n", f);
             continue;
         }
         const char *tag = c->outcome == MOEPERM_GOLDEN_MISMATCH ? "failure" : "error";

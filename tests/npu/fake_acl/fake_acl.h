@@ -59,6 +59,10 @@ typedef struct fake_acl_stats {
     long int_arrays_created, int_arrays_destroyed;
     long int_arrays_planned; /* plans that got a (live) restoreShape */
     long plans; /* GetWorkspaceSize calls */
+    /* Plans that got the input domain's edge as given: paddedMode true,
+     * numTopk -1, tokens of rank 3 or more, sorted_indices longer than
+     * the entries the kernel reads, more rows than slots. */
+    long padded_plans, num_topk_minus1_plans, rank3_plans, long_index_plans, wide_row_plans;
     long executors_created, executors_run;
     long memcpys; /* every aclrtMemcpy call */
     long syncs, operator_runs;

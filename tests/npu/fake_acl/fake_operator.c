@@ -11,7 +11,11 @@
  * wrong format, storage that disagrees with the view, memory that is not a
  * live device allocation, an int array that is not live), because here a
  * refusal means a backend bug.  Where the vendor's own header is strict,
- * so is the fake: probsGradOut is required even without probs.
+ * so is the fake: probsGradOut is required even without probs.  Its
+ * shape checks take the Atlas A2/A3 input domain (docs/operators.md):
+ * padded_mode ignored but by MoeTokenPermute, numTopk -1 taken as 1, rows
+ * read twice or never, more rows than slots, sorted_indices longer than
+ * the entries read (only those are looked at), tokens of rank 3 and more.
  *
  * Built with FAKE_ACL_NO_PERMUTE, FAKE_ACL_NO_UNPERMUTE or
  * FAKE_ACL_NO_UNPERMUTE_GRAD it lacks that operator's two entry points, as
@@ -51,7 +55,8 @@
 typedef struct fake_view {
     const char *name;
     aclDataType dtype;
-    int64_t rows, cols; /* a 1-d tensor is rows elements of one column */
+    int64_t rows, cols; /* a 1-d tensor is rows elements of one column; more than 2
+                         * dims are rows of their product */
     void *data;         /* device address; NULL for an absent tensor */
 } fake_view;
 
@@ -146,7 +151,10 @@ static bool view_of(const aclTensor *t, const char *name, uint64_t ndim, fake_vi
         }
         n *= t->dims[i];
     }
-    *v = (fake_view){name, t->dtype, t->dims[0], ndim == 2 ? t->dims[1] : 1, t->data};
+    int64_t cols = 1;
+    for (uint64_t i = 1; i < ndim; i++)
+        cols *= t->dims[i];
+    *v = (fake_view){name, t->dtype, t->dims[0], cols, t->data};
     if (fake_acl_host(t->data, view_bytes(v), name) == NULL) {
         fake_acl_set_error("fake aclnn: %s's memory is not a live device allocation", name);
         return false;
@@ -169,6 +177,20 @@ static aclnnStatus plan_start(const char *call, bool required_present)
         return FAKE_ACLNN_ERR_PARAM_INVALID;
     }
     return ACLNN_SUCCESS;
+}
+
+/* Counts what a plan got of the input domain's edge, as the backend gave
+ * it: paddedMode, numTopk -1, tokens of rank 3, more index entries than
+ * the kernel reads (read of them), more rows than slots. */
+static void count_edge(bool padded, bool minus1, bool rank3, int64_t entries, int64_t read,
+                       int64_t rows, int64_t slots)
+{
+    fake_acl_stats *s = fake_acl_stats_get();
+    s->padded_plans += padded;
+    s->num_topk_minus1_plans += minus1;
+    s->rank3_plans += rank3;
+    s->long_index_plans += entries > read;
+    s->wide_row_plans += rows > slots;
 }
 
 /* Hands out a copy of *proto as the plan. */
@@ -196,12 +218,13 @@ static aclnnStatus refuse_shapes(const char *call, const char *what)
 }
 
 /* Reading device memory here is the fake's privilege: the host-to-device
- * copy has completed.  A negative index would send the naive loops
- * outside the tensor. */
-static bool indices_nonnegative(const fake_view *v)
+ * copy has completed.  A negative index among the first `read` entries
+ * (the ones the kernel reads) would send the naive loops outside the
+ * tensor. */
+static bool indices_nonnegative(const fake_view *v, int64_t read)
 {
     const int32_t *idx = fake_acl_host(v->data, view_bytes(v), v->name);
-    for (int64_t i = 0; idx != NULL && i < v->rows; i++) {
+    for (int64_t i = 0; idx != NULL && i < read && i < v->rows; i++) {
         if (idx[i] < 0) {
             fake_acl_set_error("fake aclnn: %s[%lld] = %d is negative", v->name, (long long)i,
                                (int)idx[i]);
@@ -337,13 +360,17 @@ aclnnStatus aclnnMoeTokenPermuteGradGetWorkspaceSize(const aclTensor *permutedOu
         return FAKE_ACLNN_ERR_PARAM_INVALID;
     if (!is_float(g->dtype) || o->dtype != g->dtype || ix->dtype != ACL_INT32)
         return refuse_shapes(call, "dtypes of grad, indices and out");
-    const int64_t T = o->rows, H = o->cols, R = g->rows, N = ix->rows;
-    if (numTopk < 1 || numTopk > 512 || paddedMode || N != T * numTopk || g->cols != H || R > N)
-        return refuse_shapes(call, "shapes, numTopk and paddedMode do not agree");
-    if (!indices_nonnegative(ix))
+    /* The device's tiling takes -1 as 1, ignores paddedMode and sums
+     * floor(L / K) tokens. */
+    const int64_t K = numTopk == -1 ? 1 : numTopk;
+    const int64_t T = o->rows, H = o->cols, R = g->rows, L = ix->rows;
+    if (K < 1 || K > 512 || L / K != T || g->cols != H)
+        return refuse_shapes(call, "shapes and numTopk do not agree");
+    if (!indices_nonnegative(ix, T * K))
         return FAKE_ACLNN_ERR_PARAM_INVALID;
+    count_edge(paddedMode, numTopk == -1, false, L, T * K, R, T * K);
     e.tokens = T;
-    e.top_k = numTopk;
+    e.top_k = K;
     e.hidden = H;
     e.rows = R;
     return plan_finish(&e, workspaceSize, executor);
@@ -388,8 +415,15 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens,
     aclOpExecutor e = {.run_name = "aclnnMoeTokenPermute", .compute = compute_permute};
     fake_view *x = &e.in[0], *ix = &e.in[1], *o = &e.out[0], *s = &e.out[1];
     uint64_t index_ndim = indices->magic == FAKE_TENSOR_MAGIC && indices->ndim == 1 ? 1 : 2;
-    if (!view_of(tokens, "tokens", 2, x) || !view_of(indices, "indices", index_ndim, ix) ||
-        !view_of(permuteTokensOut, "permuteTokensOut", 2, o) ||
+    /* Tokens of rank 3 and more are rows of the product of their other
+     * dims, and so is the output. */
+    uint64_t tokens_ndim = tokens->magic == FAKE_TENSOR_MAGIC && tokens->ndim > 2 ? tokens->ndim : 2;
+    uint64_t out_ndim = permuteTokensOut->magic == FAKE_TENSOR_MAGIC && permuteTokensOut->ndim > 2
+                            ? permuteTokensOut->ndim
+                            : 2;
+    if (!view_of(tokens, "tokens", tokens_ndim, x) ||
+        !view_of(indices, "indices", index_ndim, ix) ||
+        !view_of(permuteTokensOut, "permuteTokensOut", out_ndim, o) ||
         !view_of(sortedIndicesOut, "sortedIndicesOut", 1, s))
         return FAKE_ACLNN_ERR_PARAM_INVALID;
     if ((!is_float(x->dtype) && x->dtype != ACL_INT8) || o->dtype != x->dtype ||
@@ -401,6 +435,7 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens,
     const int64_t num_out = naive_num_out(numOutTokens, N * K);
     if (o->rows != num_out || o->cols != H || s->rows != N * K)
         return refuse_shapes(call, "output shapes disagree with numOutTokens");
+    count_edge(false, false, tokens_ndim > 2, 0, 0, 0, 0);
     e.tokens = N;
     e.top_k = K;
     e.hidden = H;
@@ -449,13 +484,16 @@ aclnnStatus aclnnMoeTokenUnpermuteGetWorkspaceSize(const aclTensor *permutedToke
     if (!is_float(x->dtype) || o->dtype != x->dtype || ix->dtype != ACL_INT32 ||
         (probsOptional != NULL && !is_float(p->dtype)))
         return refuse_shapes(call, "dtypes of permutedTokens, sortedIndices, probs and out");
+    /* paddedMode is ignored; with probs the first N*K entries are read,
+     * without them every entry is a token. */
     const int64_t N = o->rows, H = x->cols, R = x->rows;
     const int64_t K = probsOptional != NULL ? p->cols : 1;
-    if (paddedMode || o->cols != H || (probsOptional != NULL && p->rows != N) || K < 1 ||
-        K > 512 || ix->rows != N * K || R > N * K)
-        return refuse_shapes(call, "shapes and paddedMode do not agree");
-    if (!indices_nonnegative(ix))
+    if (o->cols != H || (probsOptional != NULL && p->rows != N) || K < 1 || K > 512 ||
+        (probsOptional != NULL ? ix->rows < N * K : ix->rows != N))
+        return refuse_shapes(call, "shapes do not agree");
+    if (!indices_nonnegative(ix, N * K))
         return FAKE_ACLNN_ERR_PARAM_INVALID;
+    count_edge(paddedMode, false, false, ix->rows, N * K, R, N * K);
     e.tokens = N;
     e.top_k = K;
     e.hidden = H;
@@ -519,13 +557,15 @@ aclnnStatus aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
         ix->dtype != ACL_INT32 || !is_float(pg->dtype) ||
         (probs && (!is_float(p->dtype) || pg->dtype != p->dtype)))
         return refuse_shapes(call, "dtypes of the tokens, sortedIndices, probs and the outputs");
+    /* paddedMode is ignored, the first N*K entries are read. */
     const int64_t N = g->rows, H = g->cols, R = x->rows, K = probs ? p->cols : 1;
-    if (paddedMode || x->cols != H || xg->rows != R || xg->cols != H ||
+    if (x->cols != H || xg->rows != R || xg->cols != H ||
         (probs && (p->rows != N || pg->rows != N || pg->cols != K)) || K < 1 || K > 512 ||
-        ix->rows != N * K || R > N * K)
-        return refuse_shapes(call, "shapes and paddedMode do not agree");
-    if (!indices_nonnegative(ix))
+        ix->rows < N * K)
+        return refuse_shapes(call, "shapes do not agree");
+    if (!indices_nonnegative(ix, N * K))
         return FAKE_ACLNN_ERR_PARAM_INVALID;
+    count_edge(paddedMode, false, false, ix->rows, N * K, R, N * K);
     e.tokens = N;
     e.top_k = K;
     e.hidden = H;

@@ -507,6 +507,8 @@ static void write_report(void)
         ROW(int_array_calls), ROW(int_arrays_created), ROW(int_arrays_destroyed),
         ROW(int_arrays_planned),
         ROW(plans), ROW(executors_created), ROW(executors_run),
+        ROW(padded_plans), ROW(num_topk_minus1_plans), ROW(rank3_plans),
+        ROW(long_index_plans), ROW(wide_row_plans),
         ROW(memcpys), ROW(syncs), ROW(operator_runs), ROW(misuses),
 #undef ROW
     };

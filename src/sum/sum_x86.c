@@ -1,22 +1,20 @@
 /*
- * x86/permute_grad_x86.c - how the x86 fast paths split a plan over
- * threads and keep memory busy (docs/performance.md says why each choice).
+ * sum/sum_x86.c - how a sum runs on the x86 kernels: split over threads
+ * and keeping memory busy (docs/performance.md says why each choice).
  *
  * A task is one token, or a column block of one when there are too few
  * tokens to share; each output element belongs to exactly one task, which
  * sums its k slots in order, so the bits do not depend on the number of
  * threads.  Threads take runs of consecutive tasks; each task's rows are
- * listed with moeperm_token_rows() and summed by a segment of
- * permute_grad_avx2.c or permute_grad_avx512.c while the next task's rows
- * are prefetched.  MoeTokenUnpermute with probs runs the same way, its rows
+ * listed with moeperm_token_rows() and summed by a segment of the
+ * instruction set's table (x86.h) while the next task's rows are
+ * prefetched.  MoeTokenUnpermute with probs runs the same way, its rows
  * listed with their probs by x86_scaled_rows() and summed by the scaled
  * segments.
  */
-#include "sum/sum.h"
+#include "sum/sum_x86.h"
 
 #ifdef MOEPERM_HAVE_X86_PATH
-
-#include <xmmintrin.h>
 
 #include "core/fp_env.h"
 
@@ -37,13 +35,6 @@ typedef struct x86_plan {
     char *out;
     int64_t hidden, block, blocks, size, out_stride;
 } x86_plan;
-
-/* Makes this thread's non-temporal stores visible (sfence is SSE, which a
- * 32-bit build does not assume). */
-__attribute__((target("sse"))) static void x86_fence(void)
-{
-    _mm_sfence();
-}
 
 /* Token and first column of a task (no division in the usual case of one
  * block per token: small tasks feel it). */
@@ -127,8 +118,8 @@ static void x86_prefetch_task(const x86_plan *p, int64_t task)
 /* Tasks [lo, hi) in order, each summed while the next one's rows are
  * prefetched (small tasks: the rows of a task further ahead), then a fence
  * for the non-temporal stores. */
-static void x86_tasks(const x86_plan *p, moeperm_x86_segment *segment, bool stream, int64_t lo,
-                      int64_t hi)
+static void x86_tasks(const x86_plan *p, const moeperm_x86_kernels *k, moeperm_x86_segment *segment,
+                      bool stream, int64_t lo, int64_t hi)
 {
     moeperm_x86_task lists[2];
     int64_t task_bytes =
@@ -150,28 +141,12 @@ static void x86_tasks(const x86_plan *p, moeperm_x86_segment *segment, bool stre
         segment(cur, more && ahead <= 1 ? next : NULL, stream);
     }
     if (stream && lo < hi)
-        x86_fence();
-}
-
-static moeperm_x86_segment *x86_segment_for(moeperm_dtype dtype, bool scaled, bool avx512)
-{
-    static moeperm_x86_segment *const segments[2][2][3] = {
-        {{moeperm_x86_segment_f32_avx2, moeperm_x86_segment_f16_avx2,
-          moeperm_x86_segment_bf16_avx2},
-         {moeperm_x86_segment_f32_avx512, moeperm_x86_segment_f16_avx512,
-          moeperm_x86_segment_bf16_avx512}},
-        {{moeperm_x86_scaled_segment_f32_avx2, moeperm_x86_scaled_segment_f16_avx2,
-          moeperm_x86_scaled_segment_bf16_avx2},
-         {moeperm_x86_scaled_segment_f32_avx512, moeperm_x86_scaled_segment_f16_avx512,
-          moeperm_x86_scaled_segment_bf16_avx512}},
-    };
-    int d = dtype == MOEPERM_FLOAT ? 0 : dtype == MOEPERM_FLOAT16 ? 1 : 2;
-    return segments[scaled][avx512][d];
+        k->fence();
 }
 
 /* A sum (with probs for MoeTokenUnpermute) on `team` threads. */
 static void x86_run(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
-                    int team, bool avx512)
+                    int team, const moeperm_x86_kernels *k)
 {
     const struct moeperm_tensor *o = &plan->out;
     int64_t size = (int64_t)moeperm_dtype_size(plan->permuted.dtype);
@@ -188,10 +163,11 @@ static void x86_run(const struct moeperm_sum *plan, const struct moeperm_tensor 
     p.blocks = (p.hidden + p.block - 1) / p.block;
     int64_t tasks = tokens * p.blocks;
     bool stream = tokens * p.hidden * p.size >= STREAM_MIN_BYTES;
-    moeperm_x86_segment *segment = x86_segment_for(plan->permuted.dtype, probs != NULL, avx512);
+    int d = moeperm_x86_dtype_index(plan->permuted.dtype);
+    moeperm_x86_segment *segment = probs ? k->scaled_segment[d] : k->segment[d];
     if (team <= 1 || tasks <= 1) {
         fp_env env = fp_env_enter();
-        x86_tasks(&p, segment, stream, 0, tasks);
+        x86_tasks(&p, k, segment, stream, 0, tasks);
         fp_env_leave(env);
         return;
     }
@@ -210,21 +186,21 @@ static void x86_run(const struct moeperm_sum *plan, const struct moeperm_tensor 
 #pragma omp for schedule(dynamic, 1) nowait
 #endif
         for (int64_t r = 0; r < runs; r++)
-            x86_tasks(&p, segment, stream, r * run,
+            x86_tasks(&p, k, segment, stream, r * run,
                       r * run + run < tasks ? r * run + run : tasks);
         fp_env_leave(env);
     }
 }
 
-void moeperm_x86_run(const struct moeperm_sum *plan, int team, bool avx512)
+void moeperm_x86_run(const struct moeperm_sum *plan, int team, const moeperm_x86_kernels *k)
 {
-    x86_run(plan, NULL, team, avx512);
+    x86_run(plan, NULL, team, k);
 }
 
 void moeperm_x86_run_unpermute(const struct moeperm_sum *plan, const struct moeperm_tensor *probs,
-                               int team, bool avx512)
+                               int team, const moeperm_x86_kernels *k)
 {
-    x86_run(plan, probs, team, avx512);
+    x86_run(plan, probs, team, k);
 }
 
 #endif
