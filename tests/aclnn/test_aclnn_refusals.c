@@ -373,6 +373,10 @@ static void test_permute_first_phase_refusals(void **state)
                          T(ACL_INT32, 6)};
     EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "at least 2");
     free_tensors();
+    /* Tokens of rank 1, as libmoeperm refuses them (docs/operators.md). */
+    bad = (permute_args){T(ACL_INT8, 3), T(ACL_INT32, 3, 2), T(ACL_INT8, 6, 1), T(ACL_INT32, 6)};
+    EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "tokens has 1 dims");
+    free_tensors();
     bad = (permute_args){T(ACL_INT8, 3, 4), T(ACL_INT32, 3, 2), T(ACL_INT8, 6, 5),
                          T(ACL_INT32, 6)};
     EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "holds 5 elements");
