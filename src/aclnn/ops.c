@@ -194,8 +194,44 @@ static bool view_span(const char *fn, plan_arg *a, const aclTensor *t)
     return true;
 }
 
+/* Reports t[i]'s dtype when it is outside spec[i]'s list or differs from
+ * the tensor whose dtype it must share; returns whether it did. */
+static bool dtype_refused(const char *fn, const arg_spec *spec, const aclTensor *const *t,
+                          size_t i)
+{
+    aclDataType dt = t[i]->dtype;
+    int same = spec[i].same_dtype_as;
+    bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
+    if (listed && (same < 0 || t[same] == NULL || t[same]->dtype == dt))
+        return false;
+    char allowed[128];
+    dtype_list(spec[i].dtypes, allowed, sizeof allowed);
+    if (listed)
+        host_error("%s: %s is %s but %s is %s; they must match", fn, spec[i].name,
+                   dtype_name(dt), spec[same].name, dtype_name(t[same]->dtype));
+    else
+        host_error("%s: %s has dtype %d (%s); the operator takes %s", fn, spec[i].name, (int)dt,
+                   dtype_name(dt), allowed);
+    return true;
+}
+
+/* Whether t[i]'s dtype is refused only through the optional input: its
+ * own dtype listed, the mismatch with an optional tensor, or t[i] itself
+ * optional.  The required tensors then match a kernel's list, and the
+ * device finds no binary instead of refusing the parameters. */
+static bool mismatch_is_optional(const arg_spec *spec, const aclTensor *const *t, size_t i)
+{
+    aclDataType dt = t[i]->dtype;
+    int same = spec[i].same_dtype_as;
+    bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
+    return !spec[i].required || (listed && same >= 0 && !spec[same].required);
+}
+
 /* Steps 1 and 2 of the first phase over every argument, in the device's
- * order: all NULLs first, then liveness, dtypes and formats. */
+ * order: all NULLs first, then liveness, dtypes and formats.  A required
+ * tensor outside the definition is refused (161002) wherever it stands;
+ * only when every required one matches does a mismatch through the
+ * optional input mean no kernel (561003) (opbase indv_executor.cpp:959-969). */
 static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTensor *const *t,
                               size_t n, plan_arg *args)
 {
@@ -204,6 +240,7 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
             host_error("%s: %s is NULL", fn, spec[i].name);
             return ACLNN_ERR_PARAM_NULLPTR;
         }
+    size_t no_kernel = n; /* the first argument whose mismatch finds no kernel */
     for (size_t i = 0; i < n; i++) {
         args[i] = (plan_arg){.name = spec[i].name, .tensor = t[i], .present = t[i] != NULL};
         if (t[i] == NULL)
@@ -213,23 +250,16 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
                        fn, spec[i].name, (const void *)t[i]);
             return ACLNN_ERR_PARAM_INVALID;
         }
-        aclDataType dt = t[i]->dtype;
-        int same = spec[i].same_dtype_as;
-        bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
-        if (!listed || (same >= 0 && t[same] != NULL && t[same]->dtype != dt)) {
-            char allowed[128];
-            dtype_list(spec[i].dtypes, allowed, sizeof allowed);
-            if (listed)
-                host_error("%s: %s is %s but %s is %s; they must match", fn, spec[i].name,
-                           dtype_name(dt), spec[same].name, dtype_name(t[same]->dtype));
-            else
-                host_error("%s: %s has dtype %d (%s); the operator takes %s", fn,
-                           spec[i].name, (int)dt, dtype_name(dt), allowed);
-            /* A mismatch that involves the optional input leaves the
-             * required ones matching a kernel's list, so the device finds no
-             * binary instead of refusing the parameters. */
-            bool optional = !spec[i].required || (listed && same >= 0 && !spec[same].required);
-            return optional ? ACLNN_ERR_INNER_FIND_KERNEL_ERROR : ACLNN_ERR_PARAM_INVALID;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == NULL)
+            continue;
+        if (dtype_refused(fn, spec, t, i)) {
+            if (!mismatch_is_optional(spec, t, i))
+                return ACLNN_ERR_PARAM_INVALID;
+            if (no_kernel == n)
+                no_kernel = i;
+            continue;
         }
         if (t[i]->format != ACL_FORMAT_ND) {
             host_error("%s: %s has format %d; the operator takes ACL_FORMAT_ND (2) only", fn,
@@ -239,6 +269,10 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
         args[i].elements = element_count(t[i]);
         if (args[i].elements > 0 && !view_span(fn, &args[i], t[i]))
             return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (no_kernel < n) {
+        dtype_refused(fn, spec, t, no_kernel); /* its sentence, which a later one may have replaced */
+        return ACLNN_ERR_INNER_FIND_KERNEL_ERROR;
     }
     return ACLNN_SUCCESS;
 }

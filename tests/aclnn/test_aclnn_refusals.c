@@ -449,6 +449,10 @@ static void test_unpermute_and_permute_grad_first_phase_refusals(void **state)
               *out = T(ACL_BF16, 2, 2), *out16 = T(ACL_FLOAT16, 2, 2), *ix64 = T(ACL_INT64, 4);
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, probs, false, NULL, out, &ws, &ex),
            ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "probsOptional has dtype 3");
+    /* A required tensor outside the definition is refused first, wherever
+     * it stands among the arguments: no kernel is sought then. */
+    EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, probs, false, NULL, out16, &ws, &ex),
+           ACLNN_ERR_PARAM_INVALID, "out is ACL_FLOAT16 but permutedTokens is ACL_BF16");
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, NULL, false, NULL, out16, &ws, &ex),
            ACLNN_ERR_PARAM_INVALID, "out is ACL_FLOAT16 but permutedTokens is ACL_BF16");
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix64, NULL, false, NULL, out, &ws, &ex),
@@ -488,6 +492,11 @@ static void test_unpermute_grad_first_phase_refusals(void **state)
                                                       &ex),
            ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "probsGradOut is ACL_BF16 but probsOptional");
     EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, NULL, false, NULL, tg, pg32, &ws,
+                                                      &ex),
+           ACLNN_ERR_PARAM_INVALID, "probsGradOut has dtype 3");
+    /* probs and the required probsGradOut both outside the definition:
+     * the required output is refused (161002) before any kernel is sought. */
+    EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, pg32, false, NULL, tg, pg32, &ws,
                                                       &ex),
            ACLNN_ERR_PARAM_INVALID, "probsGradOut has dtype 3");
     EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, wide, false, NULL, tg, wide, &ws,
