@@ -194,8 +194,44 @@ static bool view_span(const char *fn, plan_arg *a, const aclTensor *t)
     return true;
 }
 
+/* Reports t[i]'s dtype when it is outside spec[i]'s list or differs from
+ * the tensor whose dtype it must share; returns whether it did. */
+static bool dtype_refused(const char *fn, const arg_spec *spec, const aclTensor *const *t,
+                          size_t i)
+{
+    aclDataType dt = t[i]->dtype;
+    int same = spec[i].same_dtype_as;
+    bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
+    if (listed && (same < 0 || t[same] == NULL || t[same]->dtype == dt))
+        return false;
+    char allowed[128];
+    dtype_list(spec[i].dtypes, allowed, sizeof allowed);
+    if (listed)
+        host_error("%s: %s is %s but %s is %s; they must match", fn, spec[i].name,
+                   dtype_name(dt), spec[same].name, dtype_name(t[same]->dtype));
+    else
+        host_error("%s: %s has dtype %d (%s); the operator takes %s", fn, spec[i].name, (int)dt,
+                   dtype_name(dt), allowed);
+    return true;
+}
+
+/* Whether t[i]'s dtype is refused only through the optional input: its
+ * own dtype listed, the mismatch with an optional tensor, or t[i] itself
+ * optional.  The required tensors then match a kernel's list, and the
+ * device finds no binary instead of refusing the parameters. */
+static bool mismatch_is_optional(const arg_spec *spec, const aclTensor *const *t, size_t i)
+{
+    aclDataType dt = t[i]->dtype;
+    int same = spec[i].same_dtype_as;
+    bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
+    return !spec[i].required || (listed && same >= 0 && !spec[same].required);
+}
+
 /* Steps 1 and 2 of the first phase over every argument, in the device's
- * order: all NULLs first, then liveness, dtypes and formats. */
+ * order: all NULLs first, then liveness, dtypes and formats.  A required
+ * tensor outside the definition is refused (161002) wherever it stands;
+ * only when every required one matches does a mismatch through the
+ * optional input mean no kernel (561003) (opbase indv_executor.cpp:959-969). */
 static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTensor *const *t,
                               size_t n, plan_arg *args)
 {
@@ -204,6 +240,7 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
             host_error("%s: %s is NULL", fn, spec[i].name);
             return ACLNN_ERR_PARAM_NULLPTR;
         }
+    size_t no_kernel = n; /* the first argument whose mismatch finds no kernel */
     for (size_t i = 0; i < n; i++) {
         args[i] = (plan_arg){.name = spec[i].name, .tensor = t[i], .present = t[i] != NULL};
         if (t[i] == NULL)
@@ -213,23 +250,16 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
                        fn, spec[i].name, (const void *)t[i]);
             return ACLNN_ERR_PARAM_INVALID;
         }
-        aclDataType dt = t[i]->dtype;
-        int same = spec[i].same_dtype_as;
-        bool listed = dt >= 0 && dt < 64 && (spec[i].dtypes & DT(dt));
-        if (!listed || (same >= 0 && t[same] != NULL && t[same]->dtype != dt)) {
-            char allowed[128];
-            dtype_list(spec[i].dtypes, allowed, sizeof allowed);
-            if (listed)
-                host_error("%s: %s is %s but %s is %s; they must match", fn, spec[i].name,
-                           dtype_name(dt), spec[same].name, dtype_name(t[same]->dtype));
-            else
-                host_error("%s: %s has dtype %d (%s); the operator takes %s", fn,
-                           spec[i].name, (int)dt, dtype_name(dt), allowed);
-            /* A mismatch that involves the optional input leaves the
-             * required ones matching a kernel's list, so the device finds no
-             * binary instead of refusing the parameters. */
-            bool optional = !spec[i].required || (listed && same >= 0 && !spec[same].required);
-            return optional ? ACLNN_ERR_INNER_FIND_KERNEL_ERROR : ACLNN_ERR_PARAM_INVALID;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == NULL)
+            continue;
+        if (dtype_refused(fn, spec, t, i)) {
+            if (!mismatch_is_optional(spec, t, i))
+                return ACLNN_ERR_PARAM_INVALID;
+            if (no_kernel == n)
+                no_kernel = i;
+            continue;
         }
         if (t[i]->format != ACL_FORMAT_ND) {
             host_error("%s: %s has format %d; the operator takes ACL_FORMAT_ND (2) only", fn,
@@ -239,6 +269,10 @@ static aclnnStatus check_args(const char *fn, const arg_spec *spec, const aclTen
         args[i].elements = element_count(t[i]);
         if (args[i].elements > 0 && !view_span(fn, &args[i], t[i]))
             return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (no_kernel < n) {
+        dtype_refused(fn, spec, t, no_kernel); /* its sentence, which a later one may have replaced */
+        return ACLNN_ERR_INNER_FIND_KERNEL_ERROR;
     }
     return ACLNN_SUCCESS;
 }
@@ -268,50 +302,15 @@ static aclnnStatus tiling_error(const char *fn, const char *format, ...)
 
 /* --- libmoeperm's views ------------------------------------------------ */
 
-/* libmoeperm's view of t; with rows true, dims 1.. folded into one, as the
- * device folds MoeTokenPermute's tokens (tiling.cpp:300-305, 323-326).
- * Dims fold when each one's stride steps over the next one whole; a view
- * whose rows do not is ACLNN_ERR_PARAM_INVALID. */
-static aclnnStatus make_view(const char *fn, plan_arg *a, bool rows)
+/* libmoeperm's view of t, dims and strides as they are: libmoeperm reads
+ * MoeTokenPermute's tokens and permuted tokens of any rank >= 2 and any
+ * strides as rows of the dims after the first, as the device reads them
+ * once its inputs are contiguous (tiling.cpp:300-305, 323-326). */
+static aclnnStatus make_view(const char *fn, plan_arg *a)
 {
     const aclTensor *t = a->tensor;
-    int64_t dims[HOST_MAX_DIMS], strides[HOST_MAX_DIMS];
-    uint64_t ndim = t->ndim;
-    memcpy(dims, t->dims, sizeof dims);
-    memcpy(strides, t->strides, sizeof strides);
-    if (rows && ndim != 2) {
-        int64_t cols = 1, inner = 1;
-        bool folds = true, seen = false;
-        for (uint64_t i = ndim; i-- > 1;) {
-            if (t->dims[i] == 1)
-                continue;
-            if (seen && t->strides[i] != inner)
-                folds = false;
-            if (__builtin_mul_overflow(cols, t->dims[i], &cols)) {
-                folds = false; /* refused below, whatever cols holds */
-                cols = 1;
-            }
-            if (!seen)
-                strides[1] = t->strides[i];
-            if (__builtin_mul_overflow(t->strides[i], t->dims[i], &inner))
-                folds = false;
-            seen = true;
-        }
-        if (!seen)
-            strides[1] = 1;
-        if (!folds && cols > 0) {
-            host_error("%s: the rows of %s (dims 1 to %llu) are not evenly strided, so they "
-                       "cannot be read as one row each",
-                       fn, a->name, (unsigned long long)ndim - 1);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-        dims[0] = ndim > 0 ? t->dims[0] : 1;
-        strides[0] = ndim > 0 ? t->strides[0] : 1;
-        dims[1] = cols;
-        ndim = 2;
-    }
-    a->view = moeperm_tensor_create(dims, ndim, (moeperm_dtype)t->dtype, strides, t->offset,
-                                    t->data);
+    a->view = moeperm_tensor_create(t->dims, t->ndim, (moeperm_dtype)t->dtype, t->strides,
+                                    t->offset, t->data);
     if (a->view == NULL) {
         host_error("%s: %s: %s", fn, a->name, moeperm_last_error());
         return ACLNN_ERR_INNER;
@@ -409,8 +408,7 @@ typedef struct op_desc {
     const char *plan_name, *run_name;
     const arg_spec *spec;
     size_t count;
-    int index_arg;      /* the argument holding indices */
-    unsigned rows_mask; /* arguments whose dims 1.. fold into a row */
+    int index_arg; /* the argument holding indices */
     /* The operator's tiling checks, run when some output has elements;
      * NULL when its tiling refuses nothing. */
     aclnnStatus (*tiling)(first_phase *p);
@@ -448,7 +446,7 @@ static aclnnStatus first_phase_run(const op_desc *d, const aclTensor *const *t, 
         st = d->tiling(&p);
     for (size_t i = 0; st == ACLNN_SUCCESS && !e->nothing_to_do && i < d->count; i++)
         if (e->args[i].touched)
-            st = make_view(p.fn, &e->args[i], (d->rows_mask >> i) & 1);
+            st = make_view(p.fn, &e->args[i]);
     if (st == ACLNN_SUCCESS && !e->nothing_to_do)
         st = dry_run(p.fn, e);
     if (st == ACLNN_SUCCESS && !registry_add(e)) {
@@ -529,8 +527,10 @@ static aclnnStatus permute_tiling(first_phase *p)
     const char *fn = p->fn;
     if (e->padded)
         return tiling_error(fn, "paddedMode is true; only false is supported");
-    if (tokens->ndim < 1)
-        return tiling_error(fn, "tokens has no dims; it must be [tokens_num, hidden...]");
+    if (tokens->ndim < 2)
+        return tiling_error(fn, "tokens has %llu dims; it must have at least 2 ([tokens_num, "
+                                "hidden...])",
+                            (unsigned long long)tokens->ndim);
     if (ix->ndim != 1 && ix->ndim != 2)
         return tiling_error(fn, "indices has %llu dims; it must be [N] or [N, top_k]",
                             (unsigned long long)ix->ndim);
@@ -580,8 +580,7 @@ aclnnStatus aclnnMoeTokenPermuteGetWorkspaceSize(const aclTensor *tokens, const 
         {"sortedIndicesOut", true, true, INT32_ONLY, -1},
     };
     static const op_desc d = {MOEPERM_OP_PERMUTE, "aclnnMoeTokenPermuteGetWorkspaceSize",
-                              "aclnnMoeTokenPermute", spec, 4, P_INDICES,
-                              1u << P_TOKENS | 1u << P_OUT, permute_tiling};
+                              "aclnnMoeTokenPermute", spec, 4, P_INDICES, permute_tiling};
     const aclTensor *t[] = {tokens, indices, permuteTokensOut, sortedIndicesOut};
     return first_phase_run(&d, t, numOutTokens, paddedMode, workspaceSize, executor);
 }
@@ -613,7 +612,7 @@ aclnnStatus aclnnMoeTokenUnpermuteGetWorkspaceSize(const aclTensor *permutedToke
         {"out", true, true, FLOATS, 0},
     };
     static const op_desc d = {MOEPERM_OP_UNPERMUTE, "aclnnMoeTokenUnpermuteGetWorkspaceSize",
-                              "aclnnMoeTokenUnpermute", spec, 4, 1, 0, NULL};
+                              "aclnnMoeTokenUnpermute", spec, 4, 1, NULL};
     const aclTensor *t[] = {permutedTokens, sortedIndices, probsOptional, out};
     return first_phase_run(&d, t, 0, false, workspaceSize, executor);
 }
@@ -642,7 +641,7 @@ aclnnStatus aclnnMoeTokenPermuteGradGetWorkspaceSize(const aclTensor *permutedOu
         {"out", true, true, FLOATS, 0},
     };
     static const op_desc d = {MOEPERM_OP_PERMUTE_GRAD, "aclnnMoeTokenPermuteGradGetWorkspaceSize",
-                              "aclnnMoeTokenPermuteGrad", spec, 3, 1, 0, NULL};
+                              "aclnnMoeTokenPermuteGrad", spec, 3, 1, NULL};
     const aclTensor *t[] = {permutedOutputGrad, sortedIndices, out};
     /* -1 means one slot per token (tiling.cpp:129). */
     return first_phase_run(&d, t, numTopk == -1 ? 1 : numTopk, false, workspaceSize, executor);
@@ -714,7 +713,7 @@ aclnnStatus aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
     };
     static const op_desc d = {MOEPERM_OP_UNPERMUTE_GRAD,
                               "aclnnMoeTokenUnpermuteGradGetWorkspaceSize",
-                              "aclnnMoeTokenUnpermuteGrad", spec, 6, UG_INDICES, 0,
+                              "aclnnMoeTokenUnpermuteGrad", spec, 6, UG_INDICES,
                               unpermute_grad_tiling};
     const aclTensor *t[] = {permuteTokens,  unpermutedTokensGrad,  sortedIndices,
                             probsOptional,  permutedTokensGradOut, probsGradOut};

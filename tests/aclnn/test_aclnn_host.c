@@ -1,7 +1,7 @@
 /*
  * The host runtime (libmoeperm-aclnn) driven as a device harness drives
  * the device: buffers from aclrtMalloc, views from aclCreateTensor (strided,
- * offset, folded rows), the two phases on a stream, results read back with
+ * offset, tokens of three dims), the two phases on a stream, results read back with
  * aclrtMemcpy.  Every result is compared bit for bit, whole storage buffers
  * included (the gaps of a strided view must keep their bytes), with
  * libmoeperm called directly on the same views over host copies of the
@@ -78,9 +78,15 @@ static void twin_make(twin *t, moeperm_dtype dtype, uint64_t ndim, const int64_t
             t->strides[1] = 1;
             t->strides[0] = dims[1] + (l == PADDED ? 3 : 0);
         }
+    } else if (l == COLUMNS) {
+        for (uint64_t i = 0; i < ndim; i++)
+            t->strides[i] = i == 0 ? 1 : t->strides[i - 1] * (dims[i - 1] + (i == 1));
     } else {
+        /* PADDED: every innermost row padded by 3, so dims 1.. do not fold. */
         for (uint64_t i = ndim; i-- > 0;)
-            t->strides[i] = i + 1 == ndim ? 1 : t->strides[i + 1] * dims[i + 1];
+            t->strides[i] = i + 1 == ndim ? 1
+                                          : t->strides[i + 1] * dims[i + 1] +
+                                                (l == PADDED && i + 2 == ndim ? 3 : 0);
     }
     int64_t last = offset;
     for (uint64_t i = 0; i < ndim; i++)
@@ -306,6 +312,34 @@ static void test_permute_every_dtype_view_and_index_type(void **state)
             }
 }
 
+/* MoeTokenPermute over the twins {tokens, indices, permuteTokensOut,
+ * sortedIndicesOut}, ids of at most max_id, through the runtime and through
+ * libmoeperm with x_ref and out_ref as its views of tokens and
+ * permuteTokensOut; the storage compared; the twins freed. */
+static void permute_twins(aclrtStream stream, twin **all, int64_t num_out, int64_t max_id,
+                          moeperm_tensor *x_ref, moeperm_tensor *out_ref, uint64_t *rng)
+{
+    twin *x = all[0], *ix = all[1], *out = all[2], *sorted = all[3];
+    for (int64_t i = 0; i < sorted->dims[0]; i++)
+        twin_set_index(ix, i, (int64_t)(rng_next(rng) % (uint64_t)(max_id + 1)));
+    static const char *const names[] = {"tokens", "indices", "permuteTokensOut",
+                                        "sortedIndicesOut"};
+    upload_all(all, 4);
+    uint64_t ws;
+    aclOpExecutor *ex;
+    aclnnStatus st = aclnnMoeTokenPermuteGetWorkspaceSize(x->acl, ix->acl, num_out, false,
+                                                          out->acl, sorted->acl, &ws, &ex);
+    device_run(st, aclnnMoeTokenPermute, ws, ex, stream, all, 4, false);
+    moeperm_executor *plan = NULL;
+    uint64_t rws;
+    reference_run(moeperm_token_permute_get_workspace_size(x_ref, ix->ref, num_out, false,
+                                                           out_ref, sorted->ref, &rws, &plan),
+                  &plan);
+    check_all(all, 4, names);
+    for (size_t i = 0; i < 4; i++)
+        twin_free(all[i]);
+}
+
 /* Tokens of more than two dims: the device folds dims 1.. into a row. */
 static void test_permute_folds_trailing_dims_into_rows(void **state)
 {
@@ -317,32 +351,45 @@ static void test_permute_folds_trailing_dims_into_rows(void **state)
     twin_make(&ix, MOEPERM_INT32, 2, (int64_t[]){n, k}, DENSE, 0, &rng);
     twin_make(&out, MOEPERM_BF16, 3, (int64_t[]){n * k, a, b}, DENSE, 0, &rng);
     twin_make(&sorted, MOEPERM_INT32, 1, (int64_t[]){n * k}, DENSE, 0, &rng);
-    for (int64_t i = 0; i < n * k; i++)
-        twin_set_index(&ix, i, (int64_t)(rng_next(&rng) % 3));
-    twin *all[] = {&x, &ix, &out, &sorted};
-    static const char *const names[] = {"tokens", "indices", "permuteTokensOut",
-                                        "sortedIndicesOut"};
-    upload_all(all, 4);
-    uint64_t ws;
-    aclOpExecutor *ex;
-    aclnnStatus st = aclnnMoeTokenPermuteGetWorkspaceSize(x.acl, ix.acl, 0, false, out.acl,
-                                                          sorted.acl, &ws, &ex);
-    device_run(st, aclnnMoeTokenPermute, ws, ex, f->stream, all, 4, false);
     /* The reference: the same memory as [N, a*b] rows. */
     moeperm_tensor *x2 = moeperm_tensor_create((int64_t[]){n, a * b}, 2, MOEPERM_BF16, NULL, 0,
                                                x.host);
     moeperm_tensor *o2 = moeperm_tensor_create((int64_t[]){n * k, a * b}, 2, MOEPERM_BF16, NULL,
                                                0, out.host);
-    moeperm_executor *plan = NULL;
-    uint64_t rws;
-    reference_run(moeperm_token_permute_get_workspace_size(x2, ix.ref, 0, false, o2, sorted.ref,
-                                                           &rws, &plan),
-                  &plan);
+    permute_twins(f->stream, (twin *[]){&x, &ix, &out, &sorted}, 0, 2, x2, o2, &rng);
     moeperm_tensor_destroy(x2);
     moeperm_tensor_destroy(o2);
-    check_all(all, 4, names);
-    for (size_t i = 0; i < 4; i++)
-        twin_free(all[i]);
+}
+
+/* Tokens of more than two dims whose dims 1.. do not fold into one evenly
+ * strided row (padded inner rows, column-major): libmoeperm reads such
+ * views as they are, and a device makes its inputs contiguous before the
+ * kernel (AutoContiguous, moe_token_permute_def.cpp:23-35), so the runtime
+ * takes them too and gives libmoeperm's bits for the same views. */
+static void test_permute_takes_rank_3_views_whose_rows_do_not_fold(void **state)
+{
+    fixture *f = *state;
+    uint64_t rng = 11;
+    int64_t n = 5, k = 2, a = 3, b = 4;
+    static const struct {
+        layout x, out;
+        bool flat_out;
+    } cases[] = {{PADDED, COLUMNS, false}, {COLUMNS, PADDED, false}, {PADDED, PADDED, true},
+                 {COLUMNS, DENSE, true}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        twin x, ix, out, sorted;
+        twin_make(&x, MOEPERM_FLOAT16, 3, (int64_t[]){n, a, b}, cases[c].x, 2, &rng);
+        twin_make(&ix, MOEPERM_INT64, 2, (int64_t[]){n, k}, DENSE, 0, &rng);
+        if (cases[c].flat_out)
+            twin_make(&out, MOEPERM_FLOAT16, 2, (int64_t[]){n * k - 3, a * b}, cases[c].out, 1,
+                      &rng);
+        else
+            twin_make(&out, MOEPERM_FLOAT16, 3, (int64_t[]){n * k - 3, a, b}, cases[c].out, 1,
+                      &rng);
+        twin_make(&sorted, MOEPERM_INT32, 1, (int64_t[]){n * k}, PADDED, 0, &rng);
+        permute_twins(f->stream, (twin *[]){&x, &ix, &out, &sorted}, -3, 3, x.ref, out.ref,
+                      &rng);
+    }
 }
 
 /* --- MoeTokenPermuteGrad and MoeTokenUnpermute --------------------------- */
@@ -629,6 +676,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_permute_folds_trailing_dims_into_rows, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_permute_takes_rank_3_views_whose_rows_do_not_fold,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_permute_grad_every_dtype_view_and_dropped_slots,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(

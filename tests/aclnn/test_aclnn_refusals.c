@@ -373,6 +373,10 @@ static void test_permute_first_phase_refusals(void **state)
                          T(ACL_INT32, 6)};
     EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "at least 2");
     free_tensors();
+    /* Tokens of rank 1, as libmoeperm refuses them (docs/operators.md). */
+    bad = (permute_args){T(ACL_INT8, 3), T(ACL_INT32, 3, 2), T(ACL_INT8, 6, 1), T(ACL_INT32, 6)};
+    EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "tokens has 1 dims");
+    free_tensors();
     bad = (permute_args){T(ACL_INT8, 3, 4), T(ACL_INT32, 3, 2), T(ACL_INT8, 6, 5),
                          T(ACL_INT32, 6)};
     EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "holds 5 elements");
@@ -445,6 +449,10 @@ static void test_unpermute_and_permute_grad_first_phase_refusals(void **state)
               *out = T(ACL_BF16, 2, 2), *out16 = T(ACL_FLOAT16, 2, 2), *ix64 = T(ACL_INT64, 4);
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, probs, false, NULL, out, &ws, &ex),
            ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "probsOptional has dtype 3");
+    /* A required tensor outside the definition is refused first, wherever
+     * it stands among the arguments: no kernel is sought then. */
+    EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, probs, false, NULL, out16, &ws, &ex),
+           ACLNN_ERR_PARAM_INVALID, "out is ACL_FLOAT16 but permutedTokens is ACL_BF16");
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, NULL, false, NULL, out16, &ws, &ex),
            ACLNN_ERR_PARAM_INVALID, "out is ACL_FLOAT16 but permutedTokens is ACL_BF16");
     EXPECT(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix64, NULL, false, NULL, out, &ws, &ex),
@@ -484,6 +492,11 @@ static void test_unpermute_grad_first_phase_refusals(void **state)
                                                       &ex),
            ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "probsGradOut is ACL_BF16 but probsOptional");
     EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, NULL, false, NULL, tg, pg32, &ws,
+                                                      &ex),
+           ACLNN_ERR_PARAM_INVALID, "probsGradOut has dtype 3");
+    /* probs and the required probsGradOut both outside the definition:
+     * the required output is refused (161002) before any kernel is sought. */
+    EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, pg32, false, NULL, tg, pg32, &ws,
                                                       &ex),
            ACLNN_ERR_PARAM_INVALID, "probsGradOut has dtype 3");
     EXPECT(aclnnMoeTokenUnpermuteGradGetWorkspaceSize(x, g, ix, wide, false, NULL, tg, wide, &ws,

@@ -372,18 +372,49 @@ static void buggy(const tcase *c, bug b, void *out)
 /* Running the diagnosis                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* A copy of the read entries idx[0 .. read) followed by extra entries the
+ * operator never reads, negative and huge in turn (the input domain's
+ * edge); the caller frees it. */
+static int32_t *with_unread(const int32_t *idx, int64_t read, int64_t extra)
+{
+    int32_t *all = malloc((size_t)(read + extra) * sizeof *all + 1);
+    assert_non_null(all);
+    memcpy(all, idx, (size_t)read * sizeof *all);
+    for (int64_t i = read; i < read + extra; i++)
+        all[i] = i % 2 ? -1 : INT32_MAX;
+    return all;
+}
+
+/* The input domain's edge, as the domain suites have it: sorted_indices
+ * followed by pg_extra (< K) entries the operator never reads, and K = 1
+ * given as num_topk = -1. */
+static int64_t pg_extra;
+static bool pg_topk_minus1;
+
+static int pg_edge_off(void **state)
+{
+    (void)state;
+    pg_extra = 0;
+    pg_topk_minus1 = false;
+    return 0;
+}
+
 static golden_diagnosis diagnose(const tcase *c, const void *actual, bool strict)
 {
+    int64_t L = c->T * c->K + pg_extra;
+    int32_t *idx = with_unread(c->idx, c->T * c->K, pg_extra);
     golden_diag_tensor inputs[2] = {
         {"permuted_output_grad", c->dtype, 2, {c->R, c->H}, c->grad},
-        {"sorted_indices", MOEPERM_INT32, 1, {c->T * c->K}, c->idx},
+        {"sorted_indices", MOEPERM_INT32, 1, {L}, idx},
     };
-    golden_diag_attr attrs[1] = {{"top_k", c->K}};
+    golden_diag_attr attrs[1] = {{"top_k", pg_topk_minus1 && c->K == 1 ? -1 : c->K}};
     golden_diag_problem p = {"MoeTokenPermuteGrad", inputs, 2, attrs, 1};
     golden_diag_tensor expected = {"input_grad", c->dtype, 2, {c->T, c->H}, c->expected};
     golden_diagnosis d;
     char err[512];
-    if (golden_diagnose(&p, &expected, actual, strict, &d, err, sizeof err) != 0)
+    int rc = golden_diagnose(&p, &expected, actual, strict, &d, err, sizeof err);
+    free(idx);
+    if (rc != 0)
         fail_msg("golden_diagnose: %s", err);
     return d;
 }
@@ -529,6 +560,32 @@ static void test_zero_start_is_named_on_negative_zero_sums(void **state)
     int visible = 0;
     each_case(NEGZERO, false, check_zero_start, &visible);
     assert_true(visible >= 6);
+}
+
+/* More rows than slots (rows no slot reads), entries past T*K the
+ * operator never reads, num_topk = -1: the sums' bugs are still named. */
+static void test_sum_bugs_are_named_at_the_domain_edge(void **state)
+{
+    (void)state;
+    int visible = 0;
+    pg_extra = 3;
+    for (int d = 0; d < 3; d++) {
+        tcase c = make_case(all_dtypes[d], 24, 4, 20, 24 * 4 + 37, NORMAL, 61 + (uint64_t)d);
+        if (all_dtypes[d] != MOEPERM_FLOAT)
+            visible += expect_named(&c, (bug){"truncate", 0}, "truncation");
+        free_case(&c);
+        c = make_case(all_dtypes[d], 24, 4, 20, 24 * 4 + 37, ORDER, 71 + (uint64_t)d);
+        visible += expect_named(&c, (bug){"k-order-reversed", 0}, "down to k = 0");
+        free_case(&c);
+    }
+    assert_true(visible >= 4);
+    pg_extra = 0; /* with K = 1 every entry is read */
+    pg_topk_minus1 = true;
+    for (int d = 0; d < 3; d++) {
+        tcase c = make_case(all_dtypes[d], 40, 1, 16, 25, NORMAL, 81 + (uint64_t)d);
+        assert_true(expect_named(&c, (bug){"dropped-not-skipped", 0}, "index mod 25"));
+        free_case(&c);
+    }
 }
 
 static void test_dropped_slots_added_are_named(void **state)
@@ -1136,11 +1193,24 @@ static bool unpermute_backs(const void *run, const char *id, const void *actual)
     return backed;
 }
 
+/* With probs, sorted_indices may hold u_extra entries past N*K that the
+ * operator never reads (the input domain's edge). */
+static int64_t u_extra;
+
+static int u_extra_off(void **state)
+{
+    (void)state;
+    u_extra = 0;
+    return 0;
+}
+
 static golden_diagnosis diagnose_unpermute(const ucase *c, const void *actual)
 {
+    int64_t L = c->N * c->K + (c->probs ? u_extra : 0);
+    int32_t *idx = with_unread(c->idx, c->N * c->K, L - c->N * c->K);
     golden_diag_tensor inputs[3] = {
         {"permuted_tokens", c->dtype, 2, {c->R, c->H}, c->x},
-        {"sorted_indices", MOEPERM_INT32, 1, {c->N * c->K}, c->idx},
+        {"sorted_indices", MOEPERM_INT32, 1, {L}, idx},
         {"probs", c->pdtype, 2, {c->N, c->K}, c->probs},
     };
     golden_diag_attr attrs[1] = {{"top_k", c->K}};
@@ -1148,7 +1218,9 @@ static golden_diagnosis diagnose_unpermute(const ucase *c, const void *actual)
     golden_diag_tensor expected = {"unpermuted_tokens", c->dtype, 2, {c->N, c->H}, c->expected};
     golden_diagnosis d;
     char err[512];
-    if (golden_diagnose(&p, &expected, actual, false, &d, err, sizeof err) != 0)
+    int rc = golden_diagnose(&p, &expected, actual, false, &d, err, sizeof err);
+    free(idx);
+    if (rc != 0)
         fail_msg("golden_diagnose: %s", err);
     return d;
 }
@@ -1243,6 +1315,27 @@ static void test_unpermute_zeros_are_named(void **state)
     assert_true(each_ucase(U_ZERO_PROBS, false, "zero-prob-not-skipped", 0, "prob is 0") >= 12);
     assert_true(each_ucase(U_NORMAL, false, "probs-ignored", 0, "unscaled") >= 12);
     assert_true(each_ucase(U_ZERO_PROBS, false, "probs-ignored", 1, "still skipped") >= 12);
+}
+
+/* More rows than slots (rows no slot reads) and entries past N*K the
+ * operator never reads: the sums' bugs are still named. */
+static void test_unpermute_bugs_are_named_at_the_domain_edge(void **state)
+{
+    (void)state;
+    int visible = 0;
+    u_extra = 5;
+    for (size_t d = 0; d < sizeof upairs / sizeof upairs[0]; d++) {
+        ucase c = make_ucase(upairs[d][0], upairs[d][1], true, 24, 4, 20, 24 * 4 + 37, U_NORMAL,
+                             300 + d);
+        if (upairs[d][0] != MOEPERM_FLOAT)
+            visible += expect_unpermute_named(&c, "truncate", 0, "truncation");
+        free_ucase(&c);
+        c = make_ucase(upairs[d][0], upairs[d][1], true, 24, 4, 20, 24 * 4 + 37, U_ORDER,
+                       400 + d);
+        visible += expect_unpermute_named(&c, "k-order-reversed", 0, "down to k = 0");
+        free_ucase(&c);
+    }
+    assert_true(visible >= 5);
 }
 
 static void test_unpermute_dropped_and_missing_slots_are_named(void **state)
@@ -1512,8 +1605,16 @@ static bool permute_backs(const void *run, const char *id, const void *actual)
     return backed;
 }
 
+/* When set, tokens and permuted_tokens reach the diagnosis as rank-3
+ * tensors [rows, a, H / a] (a the least divisor of H above 1), as the
+ * domain suites write them: the same bytes, a token still its H elements. */
+static bool permute_rank3;
+
 static golden_diagnosis diagnose_permute(const pcase *c, bool tokens_output, const void *actual)
 {
+    int64_t a = 2;
+    while (a < c->H && c->H % a != 0)
+        a++;
     golden_diag_tensor inputs[2] = {
         {"tokens", c->dtype, 2, {c->N, c->H}, c->tokens},
         {"indices", MOEPERM_INT32, 2, {c->N, c->K}, c->ids32},
@@ -1521,6 +1622,11 @@ static golden_diagnosis diagnose_permute(const pcase *c, bool tokens_output, con
     golden_diag_attr attrs[2] = {{"top_k", c->K}, {"num_out_tokens", c->num_out_tokens}};
     golden_diag_problem p = {"MoeTokenPermute", inputs, 2, attrs, 2};
     golden_diag_tensor rows = {"permuted_tokens", c->dtype, 2, {c->num_out, c->H}, c->permuted};
+    if (permute_rank3) {
+        inputs[0] = (golden_diag_tensor){"tokens", c->dtype, 3, {c->N, a, c->H / a}, c->tokens};
+        rows = (golden_diag_tensor){"permuted_tokens", c->dtype, 3, {c->num_out, a, c->H / a},
+                                    c->permuted};
+    }
     golden_diag_tensor sorted = {"sorted_indices", MOEPERM_INT32, 1, {c->N * c->K}, c->sorted};
     golden_diagnosis d;
     char err[512];
@@ -1594,6 +1700,30 @@ static void test_permute_unstable_sort_is_named_not_a_block_shift(void **state)
     (void)state;
     assert_true(each_pcase("unstable-sort", 0, "reverse slot order") >= 24);
     assert_true(each_pcase("unstable-sort", 1, "not kept in slot order") >= 24);
+}
+
+static void test_permute_bugs_are_named_with_tokens_of_rank_3(void **state)
+{
+    (void)state;
+    permute_rank3 = true;
+    assert_true(each_pcase("unstable-sort", 0, "reverse slot order") >= 24);
+    assert_true(each_pcase("unstable-sort", 1, "not kept in slot order") >= 24);
+    assert_true(each_pcase("sorted-indices-inverted", 0, "sorted_indices") >= 24);
+    assert_true(each_pcase("token-row", 0, "instead of i /") >= 12);
+    pcase c = make_pcase(MOEPERM_BF16, 24, 4, 16, 5, -3, 3);
+    for (int o = 0; o < 2; o++) {
+        golden_diagnosis dg = diagnose_permute(&c, o == 0, o == 0 ? c.permuted : c.sorted);
+        assert_int_equal(dg.differing, 0);
+        assert_int_equal(dg.count, 0);
+    }
+    free_pcase(&c);
+}
+
+static int permute_rank3_off(void **state)
+{
+    (void)state;
+    permute_rank3 = false;
+    return 0;
 }
 
 static void test_permute_index_and_copy_bugs_are_named(void **state)
@@ -1761,13 +1891,26 @@ static bool unpermute_grad_backs(const void *run, const char *id, const void *ac
     return backed;
 }
 
+/* g_extra entries past N*K the operator never reads (the input domain's
+ * edge). */
+static int64_t g_extra;
+
+static int g_extra_off(void **state)
+{
+    (void)state;
+    g_extra = 0;
+    return 0;
+}
+
 static golden_diagnosis diagnose_unpermute_grad(const gcase *c, bool probs_grad,
                                                 const void *actual)
 {
+    int64_t L = c->N * c->K + g_extra;
+    int32_t *idx = with_unread(c->idx, c->N * c->K, g_extra);
     golden_diag_tensor inputs[4] = {
         {"permuted_tokens", c->dtype, 2, {c->R, c->H}, c->x},
         {"unpermuted_tokens_grad", c->dtype, 2, {c->N, c->H}, c->g},
-        {"sorted_indices", MOEPERM_INT32, 1, {c->N * c->K}, c->idx},
+        {"sorted_indices", MOEPERM_INT32, 1, {L}, idx},
         {"probs", c->pdtype, 2, {c->N, c->K}, c->probs},
     };
     golden_diag_attr attrs[1] = {{"top_k", c->K}};
@@ -1776,7 +1919,9 @@ static golden_diagnosis diagnose_unpermute_grad(const gcase *c, bool probs_grad,
     golden_diag_tensor pg = {"probs_grad", c->pdtype, 2, {c->N, c->K}, c->probs_grad};
     golden_diagnosis d;
     char err[512];
-    if (golden_diagnose(&p, probs_grad ? &pg : &grad, actual, false, &d, err, sizeof err) != 0)
+    int rc = golden_diagnose(&p, probs_grad ? &pg : &grad, actual, false, &d, err, sizeof err);
+    free(idx);
+    if (rc != 0)
         fail_msg("golden_diagnose: %s", err);
     return d;
 }
@@ -1830,6 +1975,23 @@ static void test_unpermute_grad_prob_bugs_are_named(void **state)
     assert_true(each_gcase(false, false, "wrong-slot-prob", 0, "row's index") >= 12);
     assert_true(each_gcase(false, false, "wrong-slot-prob", 1, "slot 0's prob") >= 12);
     assert_true(each_gcase(false, false, "wrong-slot-prob", 3, "next slot") >= 12);
+}
+
+/* More rows than slots (rows no slot names, left as they were) and
+ * entries past N*K the operator never reads: the bugs are still named. */
+static void test_unpermute_grad_bugs_are_named_at_the_domain_edge(void **state)
+{
+    (void)state;
+    int visible = 0;
+    g_extra = 4;
+    for (size_t d = 0; d < sizeof upairs / sizeof upairs[0]; d++) {
+        gcase c = make_gcase(upairs[d][0], upairs[d][1], 24, 4, 20, 24 * 4 + 37, false, 60 + d);
+        visible += expect_unpermute_grad_named(&c, false, "probs-ignored", 0, "unscaled");
+        if (upairs[d][1] != MOEPERM_FLOAT)
+            visible += expect_unpermute_grad_named(&c, true, "acc-in-output-dtype", 0, "kept in");
+        free_gcase(&c);
+    }
+    assert_true(visible >= 6);
 }
 
 static void test_unpermute_grad_probs_grad_in_probs_dtype_is_named(void **state)
@@ -1898,6 +2060,7 @@ int main(void)
         cmocka_unit_test(test_narrowing_rules_are_named),
         cmocka_unit_test(test_slot_orders_are_named),
         cmocka_unit_test(test_zero_start_is_named_on_negative_zero_sums),
+        cmocka_unit_test_teardown(test_sum_bugs_are_named_at_the_domain_edge, pg_edge_off),
         cmocka_unit_test(test_dropped_slots_added_are_named),
         cmocka_unit_test(test_missing_slot_is_named_with_its_k),
         cmocka_unit_test(test_rows_ignored_from_finds_the_limit),
@@ -1912,14 +2075,19 @@ int main(void)
         cmocka_unit_test(test_unpermute_sums_in_the_tokens_dtype_are_named),
         cmocka_unit_test(test_unpermute_slot_orders_and_fma_are_named),
         cmocka_unit_test(test_unpermute_zeros_are_named),
+        cmocka_unit_test_teardown(test_unpermute_bugs_are_named_at_the_domain_edge, u_extra_off),
         cmocka_unit_test(test_unpermute_dropped_and_missing_slots_are_named),
         cmocka_unit_test(test_unpermute_reversed_overflow_is_the_order_not_unwritten),
         cmocka_unit_test(test_unpermute_correct_output_gives_no_finding),
         cmocka_unit_test(test_permute_unstable_sort_is_named_not_a_block_shift),
+        cmocka_unit_test_teardown(test_permute_bugs_are_named_with_tokens_of_rank_3,
+                                  permute_rank3_off),
         cmocka_unit_test(test_permute_index_and_copy_bugs_are_named),
         cmocka_unit_test(test_permute_num_out_rule_misapplied_is_named),
         cmocka_unit_test(test_permute_correct_outputs_give_no_finding),
         cmocka_unit_test(test_unpermute_grad_prob_bugs_are_named),
+        cmocka_unit_test_teardown(test_unpermute_grad_bugs_are_named_at_the_domain_edge,
+                                  g_extra_off),
         cmocka_unit_test(test_unpermute_grad_probs_grad_in_probs_dtype_is_named),
         cmocka_unit_test(test_unpermute_grad_overflow_nan_is_not_unwritten),
         cmocka_unit_test(test_unpermute_grad_correct_outputs_give_no_finding),

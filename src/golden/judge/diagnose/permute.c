@@ -8,7 +8,9 @@
  * run on the ids, or on ids rearranged the way the bug has them); a row is
  * then its token's bits, moved as the operator moves them.
  *
- * permuted_tokens [num_out, H] is judged row by row (a row is a "row");
+ * permuted_tokens [num_out, H] is judged row by row (a row is a "row";
+ * tokens and permuted_tokens of rank 3 or more are rows of their trailing
+ * dims, as the operator reads them);
  * sorted_indices [N*K] entry by entry (a "slot").
  */
 #include <inttypes.h>
@@ -486,11 +488,25 @@ static void d_token_row(const void *ctx, int v, char *out, size_t len)
 /* The two entries                                                        */
 /* ---------------------------------------------------------------------- */
 
+/* The elements of a row of t: the product of its dims after the first
+ * (a token of rank-3 tokens is its trailing dims, row-major), or -1 when
+ * t has fewer than two dims or the product overflows. */
+static int64_t row_of(const golden_diag_tensor *t)
+{
+    int64_t h = 1;
+    if (t->ndim < 2)
+        return -1;
+    for (uint64_t d = 1; d < t->ndim; d++)
+        if (t->dims[d] < 0 || __builtin_mul_overflow(h, t->dims[d], &h))
+            return -1;
+    return h;
+}
+
 static bool setup_inputs(const golden_diag_problem *p, pm_ctx *x)
 {
     const golden_diag_tensor *t = golden_diag_input(p, "tokens");
     const golden_diag_tensor *ix = golden_diag_input(p, "indices");
-    if (!t || !ix || t->ndim != 2 || (ix->ndim != 1 && ix->ndim != 2) ||
+    if (!t || !ix || row_of(t) < 0 || (ix->ndim != 1 && ix->ndim != 2) ||
         (ix->dtype != MOEPERM_INT32 && ix->dtype != MOEPERM_INT64) || ix->dims[0] != t->dims[0] ||
         !golden_diag_attr_value(p, "num_out_tokens", &x->num_out_tokens) ||
         (t->dims[0] > 0 && (!t->data || !ix->data)))
@@ -499,7 +515,7 @@ static bool setup_inputs(const golden_diag_problem *p, pm_ctx *x)
     x->tokens = t->data;
     x->indices = ix;
     x->N = t->dims[0];
-    x->H = t->dims[1];
+    x->H = row_of(t);
     x->K = ix->ndim == 2 ? ix->dims[1] : 1;
     x->NK = x->N * x->K;
     if (x->K < 1 || x->NK > MOEPERM_MAX_EXPERT_ID || x->NK == 0)
@@ -536,8 +552,8 @@ static bool setup_tokens(const golden_diag_problem *p, const golden_diag_tensor 
 {
     pm_ctx *x = ctx;
     x->tokens_output = true;
-    return setup_inputs(p, x) && expected->ndim == 2 && expected->dims[0] == x->num_out &&
-           expected->dims[1] == x->H && expected->dtype == x->dtype;
+    return setup_inputs(p, x) && row_of(expected) == x->H && expected->dims[0] == x->num_out &&
+           expected->dtype == x->dtype;
 }
 
 static bool setup_indices(const golden_diag_problem *p, const golden_diag_tensor *expected,

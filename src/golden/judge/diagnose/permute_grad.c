@@ -126,11 +126,15 @@ static bool setup(const golden_diag_problem *p, const golden_diag_tensor *expect
     if (!g || !ix ||
         (!golden_diag_attr_value(p, "top_k", &k) && !golden_diag_attr_value(p, "num_topk", &k)))
         return false;
+    /* The operator's domain: num_topk -1 means 1, T = floor(L / K) tokens
+     * (the last L mod K entries never read), any number of rows R. */
+    if (k == -1)
+        k = 1;
     if (g->ndim != 2 || ix->ndim != 1 || expected->ndim != 2 || ix->dtype != MOEPERM_INT32 ||
         g->dtype != expected->dtype || !golden_bits_is_float(g->dtype) || k < 1 ||
         k > MOEPERM_MAX_TOP_K || g->dims[1] != expected->dims[1] ||
-        ix->dims[0] != expected->dims[0] * k || g->dims[0] > ix->dims[0] ||
-        ix->dims[0] > INT32_MAX || (g->dims[0] > 0 && !g->data) || (ix->dims[0] > 0 && !ix->data))
+        ix->dims[0] / k != expected->dims[0] || ix->dims[0] > INT32_MAX ||
+        (g->dims[0] > 0 && !g->data) || (ix->dims[0] > 0 && !ix->data))
         return false;
     x->s.dtype = g->dtype;
     x->grad = g->data;
