@@ -42,6 +42,16 @@ moeperm_status moeperm_check_required(const void *tensor, const char *what)
     return moeperm_refuse(MOEPERM_ERR_PARAM_NULLPTR, "%s = NULL: it is a required tensor", what);
 }
 
+moeperm_status moeperm_check_plan_outputs(const uint64_t *workspace_size,
+                                          moeperm_executor *const *executor)
+{
+    if (!workspace_size)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
+    if (!executor)
+        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
+    return MOEPERM_SUCCESS;
+}
+
 /* ---- dtypes ---------------------------------------------------------------- */
 
 moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what)

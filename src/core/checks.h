@@ -28,6 +28,11 @@ bool moeperm_outputs_empty(const moeperm_tensor *const *outputs, size_t n);
 /* A required tensor is not NULL (161001). */
 moeperm_status moeperm_check_required(const void *tensor, const char *what);
 
+/* The first phase's out-pointers, workspace_size and executor, are not
+ * NULL (161001). */
+moeperm_status moeperm_check_plan_outputs(const uint64_t *workspace_size,
+                                          moeperm_executor *const *executor);
+
 /* dtype is FLOAT, FLOAT16 or BF16 (161002). */
 moeperm_status moeperm_check_float_dtype(const moeperm_tensor *t, const char *what);
 

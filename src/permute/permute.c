@@ -230,12 +230,9 @@ moeperm_status moeperm_token_permute_get_workspace_size(
     if ((status = moeperm_check_required(tokens, "tokens")) ||
         (status = moeperm_check_required(indices, "indices")) ||
         (status = moeperm_check_required(permute_tokens_out, "permute_tokens_out")) ||
-        (status = moeperm_check_required(sorted_indices_out, "sorted_indices_out")))
+        (status = moeperm_check_required(sorted_indices_out, "sorted_indices_out")) ||
+        (status = moeperm_check_plan_outputs(workspace_size, executor)))
         return status;
-    if (!workspace_size)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     int64_t top_k = 0, num_out = 0;
     bool nothing = false;

@@ -25,12 +25,9 @@ moeperm_status moeperm_token_permute_grad_get_workspace_size(
         *executor = NULL;
     if ((status = moeperm_check_required(permuted_output_grad, "permuted_output_grad")) ||
         (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
-        (status = moeperm_check_required(out, "out")))
+        (status = moeperm_check_required(out, "out")) ||
+        (status = moeperm_check_plan_outputs(workspace_size, executor)))
         return status;
-    if (!workspace_size)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     int64_t top_k = 0;
     bool nothing = false;

@@ -111,12 +111,9 @@ moeperm_status moeperm_token_unpermute_grad_get_workspace_size(
         (status = moeperm_check_required(unpermuted_tokens_grad, "unpermuted_tokens_grad")) ||
         (status = moeperm_check_required(sorted_indices, "sorted_indices")) ||
         (status = moeperm_check_required(permuted_tokens_grad_out, "permuted_tokens_grad_out")) ||
-        (probs && (status = moeperm_check_required(probs_grad_out, "probs_grad_out"))))
+        (probs && (status = moeperm_check_required(probs_grad_out, "probs_grad_out"))) ||
+        (status = moeperm_check_plan_outputs(workspace_size, executor)))
         return status;
-    if (!workspace_size)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "workspace_size is NULL");
-    if (!executor)
-        return moeperm_fail(MOEPERM_ERR_PARAM_NULLPTR, "executor is NULL");
 
     ug_shape shape;
     bool nothing = false;
