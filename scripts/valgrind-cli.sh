@@ -35,12 +35,12 @@ expect 0 "version" version
 expect 2 "no command" 
 expect 2 "unknown command" frobnicate
 expect 2 "golden without --out" golden
-expect 0 "golden custom case" golden --out "$work/g" --tokens 33 --topk 4 --hidden 70 \
+expect 0 "golden custom case" golden --out "$work/g" --tokens 33 --top-k 4 --hidden 70 \
     --dtype float16 --rows 100 --name f16
-expect 0 "golden custom bf16 case" golden --out "$work/g" --tokens 16 --topk 8 --hidden 2100 \
+expect 0 "golden custom bf16 case" golden --out "$work/g" --tokens 16 --top-k 8 --hidden 2100 \
     --dtype bf16 --name bf16
 expect 0 "golden suite" golden --out "$work/s" --suite rounding
-expect 2 "golden over an existing case" golden --out "$work/g" --tokens 3 --topk 1 --hidden 2 \
+expect 2 "golden over an existing case" golden --out "$work/g" --tokens 3 --top-k 1 --hidden 2 \
     --dtype bf16 --name f16
 expect 0 "run" run "$work/g/f16" --out "$work/f16.bin"
 expect 0 "compare" compare "$work/g/f16" "$work/f16.bin"
@@ -56,7 +56,7 @@ expect 2 "compare against a short file" compare "$work/g/f16" "$work/g/f16/case.
 # No Ascend runtime here: the npu backend fails to load, status 3.
 ASCEND_HOME_PATH=$work/none expect 3 "run on a missing npu runtime" run "$work/g/f16" \
     --out "$work/x.bin" --backend npu
-expect 0 "bench" bench --tokens 64 --topk 2 --hidden 256 --dtype bf16 --threads 1
+expect 0 "bench" bench --tokens 64 --top-k 2 --hidden 256 --dtype bf16 --threads 1
 
 if [ "$failures" -ne 0 ]; then
     echo "valgrind-cli: $failures command(s) failed"

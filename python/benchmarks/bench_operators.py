@@ -12,7 +12,7 @@ a busy machine slows them alike; the percentages are over the C calls made
 here.  Then the per-call cost on a tiny shape, numpy and torch.
 (moe_token_permute_grad has its own script: bench_permute_grad.py.)
 
-usage: bench_operators.py [--moeperm PATH] [--tokens T] [--topk K]
+usage: bench_operators.py [--moeperm PATH] [--tokens T] [--top-k K]
                           [--hidden H] [--dtype bf16|float16|float32] [--reps N] [--json]
 
     meson devenv -C build python3 python/benchmarks/bench_operators.py
@@ -39,7 +39,7 @@ OPS = ("permute", "unpermute", "unpermute-grad")
 
 def c_seconds(tool, op, tokens, top_k, hidden, dtype, reps):
     out = subprocess.run([tool, "bench", "--op", op, "--dtype", dtype, "--json", "-", "--reps",
-                          str(reps), "--tokens", str(tokens), "--topk", str(top_k), "--hidden",
+                          str(reps), "--tokens", str(tokens), "--top-k", str(top_k), "--hidden",
                           str(hidden)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     return doc["results"][0]["seconds_median"], doc["threads"]
@@ -116,7 +116,7 @@ def main():
     p.add_argument("--moeperm", default=os.path.normpath(
         os.path.join(here, "..", "..", "build", "tools", "moeperm")))
     p.add_argument("--tokens", type=int, default=4096)
-    p.add_argument("--topk", type=int, default=8)
+    p.add_argument("--top-k", type=int, default=8)
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--reps", type=int, default=5)
@@ -124,11 +124,11 @@ def main():
     a = p.parse_args()
     have_torch = importlib.util.find_spec("torch") is not None
 
-    report = {"tokens": a.tokens, "topk": a.topk, "hidden": a.hidden, "dtype": a.dtype,
+    report = {"tokens": a.tokens, "top_k": a.top_k, "hidden": a.hidden, "dtype": a.dtype,
               "reps": a.reps, "ops": {}}
     for op in OPS:
-        c_median, threads = c_seconds(a.moeperm, op, a.tokens, a.topk, a.hidden, a.dtype, a.reps)
-        args = arguments(op, a.tokens, a.topk, a.hidden, a.dtype)
+        c_median, threads = c_seconds(a.moeperm, op, a.tokens, a.top_k, a.hidden, a.dtype, a.reps)
+        args = arguments(op, a.tokens, a.top_k, a.hidden, a.dtype)
         c_call, call, fn = with_out(op, args)
         c_here, py_out, py_new = turns([c_call, call, lambda: fn(*args)], 3 * a.reps)
         args = call = c_call = None  # the next operator's arrays need the memory
@@ -151,7 +151,7 @@ def main():
         print(json.dumps(report))
         return 0
     print("T=%d K=%d H=%d %s, %d threads, medians of %d"
-          % (a.tokens, a.topk, a.hidden, a.dtype, report["threads"], a.reps))
+          % (a.tokens, a.top_k, a.hidden, a.dtype, report["threads"], a.reps))
     print("%-15s %10s %10s %18s %18s   %s" % ("operator", "C bench", "C here", "Python, out=",
                                               "Python, new", "tiny: C / numpy / torch"))
     for op, r in report["ops"].items():

@@ -11,7 +11,7 @@ work) and without (a fresh result each call, whose new pages the kernel
 must fault in and zero).  Then the per-call overhead on a tiny shape, where
 the operator's own work is nothing, for numpy and torch.
 
-usage: bench_permute_grad.py [--moeperm PATH] [--tokens T] [--topk K]
+usage: bench_permute_grad.py [--moeperm PATH] [--tokens T] [--top-k K]
                              [--hidden H] [--dtype bf16|float16|float32] [--reps N]
 
 Run it where the package finds libmoeperm, e.g.
@@ -37,7 +37,7 @@ DTYPES = {"bf16": np.uint16, "float16": np.float16, "float32": np.float32}
 
 def c_operator_seconds(tool, tokens, top_k, hidden, dtype, reps):
     out = subprocess.run([tool, "bench", "--dtype", dtype, "--json", "-", "--reps", str(reps),
-                          "--tokens", str(tokens), "--topk", str(top_k), "--hidden", str(hidden)],
+                          "--tokens", str(tokens), "--top-k", str(top_k), "--hidden", str(hidden)],
                          check=True, capture_output=True, text=True).stdout
     result = json.loads(out)["results"][0]
     return result["seconds_median"], result["seconds_best"], json.loads(out)["threads"]
@@ -106,16 +106,16 @@ def main():
     p.add_argument("--moeperm", default=os.path.normpath(default_tool),
                    help="the moeperm command (default: build/tools/moeperm)")
     p.add_argument("--tokens", type=int, default=4096)
-    p.add_argument("--topk", type=int, default=8)
+    p.add_argument("--top-k", type=int, default=8)
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args()
 
-    c_median, c_best, threads = c_operator_seconds(a.moeperm, a.tokens, a.topk, a.hidden,
+    c_median, c_best, threads = c_operator_seconds(a.moeperm, a.tokens, a.top_k, a.hidden,
                                                    a.dtype, a.reps)
-    in_process, py_out, py_new = large_shape(a.tokens, a.topk, a.hidden, a.dtype, 3 * a.reps)
+    in_process, py_out, py_new = large_shape(a.tokens, a.top_k, a.hidden, a.dtype, 3 * a.reps)
 
     # Tiny shape: what a call costs besides the operator.
     tiny_c, _, _ = c_operator_seconds(a.moeperm, 1, 1, 1, a.dtype, a.reps)
@@ -136,7 +136,7 @@ def main():
         tiny_torch = samples(lambda: moeperm.moe_token_permute_grad(tg, ti, 1), a.reps, calls)
 
     report = {
-        "tokens": a.tokens, "topk": a.topk, "hidden": a.hidden, "dtype": a.dtype,
+        "tokens": a.tokens, "top_k": a.top_k, "hidden": a.hidden, "dtype": a.dtype,
         "reps": a.reps, "threads": threads,
         "c_seconds_median": c_median, "c_seconds_best": c_best,
         "c_in_process_seconds_median": in_process[0], "c_in_process_seconds_best": in_process[1],
@@ -156,7 +156,7 @@ def main():
         print(json.dumps(report))
         return 0
     print("moe_token_permute_grad T=%d K=%d H=%d %s, %d threads, median (best)"
-          % (a.tokens, a.topk, a.hidden, a.dtype, threads))
+          % (a.tokens, a.top_k, a.hidden, a.dtype, threads))
     print("                             time                 over C here (median / best)")
     print("  C API (moeperm bench)      %9.3f ms (%.3f)" % (c_median * 1e3, c_best * 1e3))
     print("  C API, in turns here       %9.3f ms (%.3f)" % (in_process[0] * 1e3,

@@ -17,7 +17,7 @@ range over runs shows.  Then what one call costs beside the operator, on a
 shape where the operator does nothing.  On a shared machine, OMP_NUM_THREADS=1
 makes both sides steadier (a parallel region waits for its slowest thread).
 
-usage: bench_torch_ops.py [--tokens T] [--topk K] [--hidden H]
+usage: bench_torch_ops.py [--tokens T] [--top-k K] [--hidden H]
                           [--dtype bf16|float16|float32] [--reps N] [--runs N] [--json]
 
     meson devenv -C build python3 python/benchmarks/bench_torch_ops.py
@@ -134,7 +134,7 @@ def tiny_overheads(dtype, reps=5, calls=3000):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tokens", type=int, default=4096)
-    p.add_argument("--topk", type=int, default=8)
+    p.add_argument("--top-k", type=int, default=8)
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--reps", type=int, default=21)
@@ -142,12 +142,12 @@ def main():
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args()
     dtype = DTYPES[a.dtype]
-    report = {"tokens": a.tokens, "topk": a.topk, "hidden": a.hidden, "dtype": a.dtype,
+    report = {"tokens": a.tokens, "top_k": a.top_k, "hidden": a.hidden, "dtype": a.dtype,
               "reps": a.reps, "runs": a.runs, "torch": torch.__version__,
               "libmoeperm": moeperm.version(), "operators": {}}
     tiny = tiny_overheads(dtype)
     report["tiny"] = tiny
-    for name, c, t in cases(a.tokens, a.topk, a.hidden, dtype):
+    for name, c, t in cases(a.tokens, a.top_k, a.hidden, dtype):
         c(), t()  # warm: pages, caches, the dispatcher's first call
         runs = []
         for _ in range(a.runs):
@@ -174,7 +174,7 @@ def main():
                   "of bests %.3f..%.3f\n"
                   "  turn by turn: median ratio %.3f..%.3f over runs, p10..p90 %.2f..%.2f\n"
                   "  beside the operator (T=K=H=1): %.1f us per call, %.4f of the C median"
-                  % (name, a.tokens, a.topk, a.hidden, a.dtype, 1e3 * c_median,
+                  % (name, a.tokens, a.top_k, a.hidden, a.dtype, 1e3 * c_median,
                      1e3 * statistics.median(r["torch_median"] for r in runs),
                      statistics.median(ratios), min(ratios), max(ratios), min(bests),
                      max(bests), min(paired), max(paired),

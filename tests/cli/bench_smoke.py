@@ -62,7 +62,7 @@ def close(a, b, what, row):
 
 
 def check_report(moeperm, env, label, json_file=None):
-    cmd = [moeperm, "bench", "--op", "all", "--tokens", str(TOKENS), "--topk", str(TOP_K),
+    cmd = [moeperm, "bench", "--op", "all", "--tokens", str(TOKENS), "--top-k", str(TOP_K),
            "--hidden", str(HIDDEN), "--dtype", "all", "--reps", "1", "--threads", "2",
            "--json", json_file or "-"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
@@ -146,7 +146,7 @@ def main():
     # (it used to overflow int64 and report a negative size as out of memory),
     # for every operator.
     for op in OPS:
-        huge = [moeperm, "bench", "--op", op, "--tokens", "4194303", "--topk", "512",
+        huge = [moeperm, "bench", "--op", op, "--tokens", "4194303", "--top-k", "512",
                 "--hidden", "2147483647", "--dtype", "float32", "--reps", "1"]
         bad = subprocess.run(huge, capture_output=True, text=True, timeout=60)
         if bad.returncode != 2 or "too large to address" not in bad.stderr:

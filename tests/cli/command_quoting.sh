@@ -25,7 +25,7 @@ PATH=$tmp/bin:$PATH
 export PATH
 
 for name in 'with space' "it's a \"\$(touch pwned)\" \`touch pwned\` case; touch pwned"; do
-    "$moeperm" golden --out "$tmp/a" --tokens 8 --topk 2 --hidden 24 --dtype bf16 --seed 5 \
+    "$moeperm" golden --out "$tmp/a" --tokens 8 --top-k 2 --hidden 24 --dtype bf16 --seed 5 \
         --name "$name" >/dev/null
     cmd=$(command_of "$tmp/a/$name/case.json")
     mkdir -p "$tmp/b/$name"

@@ -8,7 +8,7 @@ read from the page, the expected places from the planted pattern.
 
 usage: html_browser.py MOEPERM
 Exit 77 ("skipped") without numpy, or without chromium outside CI (in CI,
-scripts/install-deps --ci installs it, so its absence fails).  With
+scripts/install-deps --test installs it, so its absence fails).  With
 MOEPERM_HTML_SCREENSHOT=FILE the screenshot is kept there.
 """
 import json
@@ -31,7 +31,7 @@ browser = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shu
                None)
 if not browser:
     if os.environ.get("CI"):
-        print("FAIL chromium is not installed (scripts/install-deps --ci installs it)")
+        print("FAIL chromium is not installed (scripts/install-deps --test installs it)")
         sys.exit(1)
     print("chromium is not installed (apt-get install chromium): skipped")
     sys.exit(77)

@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 hidden=536870913 # 2^29 + 1: 2 rows of float32 are 2^32 + 8 bytes
-"$moeperm" golden --out "$tmp" --tokens 1 --topk 2 --hidden $hidden --dtype float32 \
+"$moeperm" golden --out "$tmp" --tokens 1 --top-k 2 --hidden $hidden --dtype float32 \
     --routing identity --name big >/dev/null
 size=$(wc -c <"$tmp/big/permuted_output_grad.bin")
 if [ "$size" -ne 4294967304 ]; then

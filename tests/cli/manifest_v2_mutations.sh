@@ -18,7 +18,7 @@ zeros=0000000000000000000000000000000000000000000000000000000000000000
 gen() {
     op=$1
     shift
-    "$moeperm" golden --out "$tmp/good" --name "$op" --op "$op" --tokens 6 --topk 2 \
+    "$moeperm" golden --out "$tmp/good" --name "$op" --op "$op" --tokens 6 --top-k 2 \
         --hidden 3 --dtype bf16 "$@" >/dev/null
 }
 gen MoeTokenPermuteGrad --rows 10

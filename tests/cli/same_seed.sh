@@ -13,7 +13,7 @@ gen() { # DIR THREADS SEED SUITE-OR-CASE-ARGS...
     shift 3
     OMP_NUM_THREADS=$threads "$moeperm" golden --out "$dir" --seed "$seed" "$@" >/dev/null
 }
-custom="--tokens 97 --topk 8 --hidden 33 --dtype bf16 --rows 700 --name c"
+custom="--tokens 97 --top-k 8 --hidden 33 --dtype bf16 --rows 700 --name c"
 # shellcheck disable=SC2086
 gen "$tmp/a" 1 7 $custom
 # shellcheck disable=SC2086

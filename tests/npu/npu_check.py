@@ -195,7 +195,7 @@ class Scenarios:
         root = os.path.join(self.tmp, "corpus")
         for dtype, rows in (("bf16", 7), ("float16", 8), ("float32", 5)):
             args = [self.moeperm, "golden", "--out", os.path.join(root, dtype), "--tokens", "4",
-                    "--topk", "2", "--hidden", "5", "--dtype", dtype, "--rows", str(rows)]
+                    "--top-k", "2", "--hidden", "5", "--dtype", dtype, "--rows", str(rows)]
             p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             expect(p.returncode == 0, "%s failed: %s" % (" ".join(args), p.stdout.decode()))
         return root
