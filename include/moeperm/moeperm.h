@@ -1,11 +1,13 @@
 /*
  * moeperm.h - the public API of libmoeperm.
  *
- * libmoeperm computes MoeTokenPermuteGrad, the backward of the
- * mixture-of-experts token permutation, on the CPU with exactly the
- * arithmetic of the Ascend kernel (docs/arithmetic.md).  Its operator API
- * mirrors the vendor's two-phase aclnn API, so code written against
- * aclnnMoeTokenPermuteGrad can use it as a CPU fallback.
+ * libmoeperm computes the four mixture-of-experts token operators of the
+ * Ascend Atlas A2/A3 kernels on the CPU, with exactly their arithmetic
+ * (docs/arithmetic.md): MoeTokenPermute (dispatch), MoeTokenUnpermute
+ * (combine) and their backwards MoeTokenPermuteGrad and
+ * MoeTokenUnpermuteGrad.  Its operator API mirrors the vendor's two-phase
+ * aclnn API, so code written against aclnnMoeTokenPermuteGrad and the
+ * others can use it as a CPU fallback.
  *
  * This header is the whole public surface: C11, no other header needed.
  * Every function is safe to call from several threads at once on distinct
@@ -241,8 +243,9 @@ MOEPERM_API moeperm_status moeperm_token_permute_grad_get_workspace_size(
  * The result is written to out's memory.  It does not depend on the number
  * of threads.  Work is split over OpenMP threads when the library is built
  * with OpenMP.  Returns MOEPERM_SUCCESS, MOEPERM_ERR_PARAM_NULLPTR for a
- * NULL executor, or MOEPERM_ERR_PARAM_INVALID for a stream or a workspace
- * smaller than planned; on failure out is untouched.
+ * NULL executor, or MOEPERM_ERR_PARAM_INVALID for a stream or an executor
+ * planned by another operator (the workspace is never read: any size is
+ * enough); on failure out is untouched.
  * Thread safe for distinct executors.
  */
 MOEPERM_API moeperm_status moeperm_token_permute_grad(void *workspace, uint64_t workspace_size,
@@ -420,6 +423,8 @@ MOEPERM_API moeperm_status moeperm_token_unpermute_get_workspace_size(
  */
 MOEPERM_API moeperm_status moeperm_token_unpermute(void *workspace, uint64_t workspace_size,
                                                    moeperm_executor *executor, void *stream);
+
+/* ---------------------------------------------------------------------- */
 /* The operator: MoeTokenUnpermuteGrad                                    */
 /* ---------------------------------------------------------------------- */
 

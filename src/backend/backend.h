@@ -78,9 +78,10 @@ typedef struct backend_ops {
     void (*close)(backend *self);
     /* The chip whose arithmetic the backend's outputs follow (only
      * MoeTokenUnpermuteGrad's probs_grad depends on it): true with *chip
-     * filled when the backend knows it; false when it cannot tell, with
-     * *name the chip's name when it has one libmoeperm does not know (else
-     * NULL).  The name stays valid until close().  NULL for a backend that
+     * filled when the backend knows it; false when it cannot tell.  Either
+     * way *name is the chip's name when the backend has one (a name
+     * libmoeperm does not know, when false), else NULL.  The name stays
+     * valid until close().  NULL for a backend that
      * computes every case for the case's own chip (cpu). */
     bool (*chip)(const backend *self, moeperm_chip *chip, const char **name);
 } backend_ops;

@@ -16,6 +16,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The device's bits need IEEE arithmetic: -ffast-math (or
+ * -ffinite-math-only) lets the compiler reassociate sums and drop the NaN
+ * tests, so a build with it would silently give other bits.  meson.build
+ * also turns contraction into FMA off (-ffp-contract=off), which no macro
+ * shows. */
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#error "moeperm must be built without -ffast-math and -ffinite-math-only"
+#endif
+
 static inline uint32_t fp_bits(float value)
 {
     uint32_t bits;

@@ -90,6 +90,21 @@ static int64_t row_elements(const moeperm_tensor *t)
     return cols;
 }
 
+/* "d1 x d2 x ...": the dims after the first, for a message. */
+static const char *row_dims(const moeperm_tensor *t, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint64_t i = 1; i < t->ndim && at < len; i++) {
+        int n = snprintf(buf + at, len - at, "%s%lld", i > 1 ? " x " : "",
+                         (long long)t->dims[i]);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+    return buf;
+}
+
 /*
  * The first phase's checks (docs/operators.md, "The input domain"): what
  * the Atlas A2/A3 device refuses, and what its kernel gives no determined
@@ -162,8 +177,10 @@ static moeperm_status check_permute(const moeperm_tensor *tokens, const moeperm_
     num_out = num_out < 0 ? 0 : num_out > count ? count : num_out;
 
     int64_t hidden = row_elements(tokens);
+    char dims[256];
     if (hidden < 0)
-        return moeperm_undetermined("the dims of tokens after the first multiply past 2^63");
+        return moeperm_undetermined("the dims of tokens after the first, %s, multiply past 2^63",
+                                    row_dims(tokens, dims, sizeof dims));
     if (out->ndim < 2)
         return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
                               "permute_tokens_out with %llu dims: its tiling wants at least 2",
@@ -180,6 +197,12 @@ static moeperm_status check_permute(const moeperm_tensor *tokens, const moeperm_
                               (long long)sorted->dims[0], (long long)tokens_num,
                               (long long)top_k, (long long)count);
     int64_t out_hidden = row_elements(out);
+    if (out_hidden < 0)
+        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
+                              "permute_tokens_out's dims after the first, %s, multiply past "
+                              "2^63: its tiling wants rows of those of tokens, %lld "
+                              "(hidden_size)",
+                              row_dims(out, dims, sizeof dims), (long long)hidden);
     if (out_hidden != hidden)
         return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
                               "permute_tokens_out with rows of %lld elements: its tiling wants "

@@ -1,5 +1,5 @@
 /*
- * unpermute_grad_exact.c - the exact dot products behind probs_grad, for
+ * exact.c - the exact dot products behind probs_grad, for
  * telling a device that sums in another order from a wrong one.
  *
  * Both factors are binary32 values (widened exactly), so each product has
@@ -320,8 +320,11 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
             int64_t count = hidden - h < CHUNK ? hidden - h : CHUNK;
             widen_run(grad->dtype, g, n * grad->strides[0] + h * grad->strides[1],
                       grad->strides[1], count, gs);
-            widen_run(tokens->dtype, s < (uint64_t)rows ? t : NULL,
-                      (int64_t)s * tokens->strides[0] + h * tokens->strides[1],
+            /* A dropped slot's row does not exist: its offset is never
+             * formed, as the product could pass 2^63 (src/sum/rows.h). */
+            bool kept = s < (uint64_t)rows;
+            widen_run(tokens->dtype, kept ? t : NULL,
+                      kept ? (int64_t)s * tokens->strides[0] + h * tokens->strides[1] : 0,
                       tokens->strides[1], count, xs);
             add_chunk(&e, xs, gs, (count + LANES - 1) / LANES * LANES);
         }

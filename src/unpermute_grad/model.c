@@ -1,12 +1,12 @@
 /*
- * unpermute_grad_model.c - the tiling of the Ascend kernel of
+ * model.c - the tiling of the Ascend kernel of
  * MoeTokenUnpermuteGrad, restated from the vendor's host code
  * (moe/moe_token_unpermute_grad/op_host/moe_token_unpermute_grad_tiling.cpp
  * in the vendor's ops-transformer repository): first the tokens are shared
  * among the vector cores, then the unified buffer is shared among the
  * buffers one core needs, which decides how many columns of the hidden
  * dimension one pass holds.  probs_grad sums chunk by chunk in that cut
- * (unpermute_grad_model.h), so the cut is part of the arithmetic.
+ * (model.h), so the cut is part of the arithmetic.
  *
  * The vendor computes some of these quantities in unsigned 64-bit
  * arithmetic; over the accepted chip ranges none of them is negative, so

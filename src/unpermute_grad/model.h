@@ -1,7 +1,7 @@
 /*
- * unpermute_grad_model.h - THE model of how the Ascend kernel of
+ * model.h - THE model of how the Ascend kernel of
  * MoeTokenUnpermuteGrad sums probs_grad, in one place: the tiling that cuts
- * the hidden dimension into chunks (unpermute_grad_model.c) and the
+ * the hidden dimension into chunks (model.c) and the
  * reduction of one chunk (below, inline, so that every instruction-set
  * variant of the kernel compiles the same C and vectorises it).
  *
@@ -45,8 +45,8 @@ void moeperm_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size,
 
 /* Beside the model, the value it approximates: for every slot of views
  * that moeperm_token_unpermute_grad_exact_probs_grad() has validated, the
- * exact dot product rounded once to a double (unpermute_grad_exact.c).
- * Returns MOEPERM_ERR_INNER when memory runs out. */
+ * exact dot product rounded once to a double (exact.c).  It allocates
+ * nothing and returns MOEPERM_SUCCESS. */
 moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tensor *grad,
                                 const moeperm_tensor *indices, int64_t top_k, double *exact);
 

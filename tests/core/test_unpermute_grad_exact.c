@@ -338,6 +338,32 @@ static void test_specials_and_dropped_slots(void **state)
     case_free(c);
 }
 
+/* A dropped slot's row offset is never formed: with one row of stride
+ * 2^40 and an index of INT32_MAX, index * stride passes 2^63 (signed
+ * overflow, which the sanitizer build of this test reports). */
+static void test_dropped_slot_of_a_huge_stride_is_a_row_of_zeros(void **state)
+{
+    (void)state;
+    float x[4] = {1, 2, 3, 4}, g[4] = {1, 1, 1, 1}, probs[2] = {0.5f, 0.5f};
+    int32_t idx[2] = {0, INT32_MAX};
+    int64_t tdims[2] = {1, 4}, tstrides[2] = {(int64_t)1 << 40, 1};
+    int64_t gdims[2] = {1, 4}, idims[1] = {2}, pdims[2] = {1, 2};
+    moeperm_tensor *t = moeperm_tensor_create(tdims, 2, MOEPERM_FLOAT, tstrides, 0, x);
+    moeperm_tensor *gt = moeperm_tensor_create(gdims, 2, MOEPERM_FLOAT, NULL, 0, g);
+    moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, idx);
+    moeperm_tensor *p = moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, probs);
+    assert_non_null(t);
+    double exact[2] = {-1, -1};
+    assert_int_equal(moeperm_token_unpermute_grad_exact_probs_grad(t, gt, ix, p, exact, 2),
+                     MOEPERM_SUCCESS);
+    expect_double_bits(exact[0], 10.0, "row 0: 1 + 2 + 3 + 4");
+    expect_double_bits(exact[1], 0.0, "dropped");
+    moeperm_tensor_destroy(t);
+    moeperm_tensor_destroy(gt);
+    moeperm_tensor_destroy(ix);
+    moeperm_tensor_destroy(p);
+}
+
 static void test_refusals_leave_exact_untouched(void **state)
 {
     (void)state;
@@ -374,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_specials_far_into_a_long_row),
         cmocka_unit_test(test_caller_floating_point_environment_changes_nothing),
         cmocka_unit_test(test_specials_and_dropped_slots),
+        cmocka_unit_test(test_dropped_slot_of_a_huge_stride_is_a_row_of_zeros),
         cmocka_unit_test(test_refusals_leave_exact_untouched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
