@@ -32,21 +32,25 @@ operators ``torch.ops.moeperm.*``) and ``moeperm.torch_npu`` (a stand-in
 for torch_npu's MoE token operators, for torch_npu model code on a CPU).
 
 The libraries are found as ``moeperm._loader`` describes; ``library_path``
-says which file was loaded.
+says which file was loaded.  ``import moeperm`` itself loads nothing: the
+first use of a name above loads libmoeperm (and numpy), and raises the
+loader's ImportError when it cannot be found.  So pytest, which imports
+the plugin ``moeperm.testing`` at its start, pays for neither, and a suite
+that never uses moeperm cannot fail for want of the library.
 """
 import importlib
 
-from ._capi import Error, library_path
-from ._convert import bf16_to_float32, float16_to_float32, float32_to_bf16, float32_to_float16
-from ._ops import (CHIP_A2, Chip, chip_names, moe_token_permute, moe_token_permute_grad,
-                   moe_token_unpermute, moe_token_unpermute_grad, route, version)
+# Each public name and the module that defines it, imported on first use.
+_NAMES = {
+    "Error": "_capi", "library_path": "_capi",
+    "bf16_to_float32": "_convert", "float16_to_float32": "_convert",
+    "float32_to_bf16": "_convert", "float32_to_float16": "_convert",
+    "CHIP_A2": "_ops", "Chip": "_ops", "chip_names": "_ops", "moe_token_permute": "_ops",
+    "moe_token_permute_grad": "_ops", "moe_token_unpermute": "_ops",
+    "moe_token_unpermute_grad": "_ops", "route": "_ops", "version": "_ops",
+}
 
-__version__ = version()
-
-__all__ = ["CHIP_A2", "Chip", "Error", "bf16_to_float32", "chip_names", "float16_to_float32",
-           "float32_to_bf16", "float32_to_float16", "library_path", "moe_token_permute",
-           "moe_token_permute_grad", "moe_token_unpermute", "moe_token_unpermute_grad", "route",
-           "version"]
+__all__ = sorted(_NAMES)
 
 _SUBMODULES = ("golden", "testing", "torch", "torch_npu")
 
@@ -56,4 +60,15 @@ def __getattr__(name):
     # neither is paid for by a user who never touches them.
     if name in _SUBMODULES:
         return importlib.import_module("." + name, __name__)
-    raise AttributeError("module 'moeperm' has no attribute %r" % name)
+    if name == "__version__":
+        value = __getattr__("version")()
+    elif name in _NAMES:
+        value = getattr(importlib.import_module("." + _NAMES[name], __name__), name)
+    else:
+        raise AttributeError("module 'moeperm' has no attribute %r" % name)
+    globals()[name] = value  # bound now: found without this function from here on
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES) | set(_SUBMODULES) | {"__version__"})

@@ -137,6 +137,17 @@ def _numpy_view(arr, name, codes, ndim, layout, out):
     return View(name, NUMPY, code, tuple(arr.shape), tuple(strides), ptr or None, arr)
 
 
+def torch_code(torch, t, name, codes):
+    """The dtype code of tensor ``t``, one of ``codes``; else TypeError
+    naming ``name`` and the dtypes it may have.  The CPU kernels' check,
+    which the torch operators' Meta kernels make too."""
+    code = _torch_codes(torch).get(t.dtype)
+    if code not in codes:
+        raise TypeError("%s dtype %s is not supported here; it must be %s"
+                        % (name, t.dtype, _accepted(codes, _TORCH_WORDS)))
+    return code
+
+
 def _torch_view(torch, t, name, codes, ndim, layout, out):
     if t.device.type != "cpu":
         raise TypeError("%s is on device %s; moeperm computes on the CPU: pass a CPU tensor"
@@ -144,10 +155,7 @@ def _torch_view(torch, t, name, codes, ndim, layout, out):
     if t.layout != torch.strided:
         raise TypeError("%s has layout %s; only dense (torch.strided) tensors are supported"
                         % (name, t.layout))
-    code = _torch_codes(torch).get(t.dtype)
-    if code not in codes:
-        raise TypeError("%s dtype %s is not supported here; it must be %s"
-                        % (name, t.dtype, _accepted(codes, _TORCH_WORDS)))
+    code = torch_code(torch, t, name, codes)
     shape = tuple(t.shape)
     _check_ndim(name, shape, ndim, layout)
     if out and t.requires_grad:

@@ -4,8 +4,9 @@ Importing this module (``moeperm.torch`` and ``moeperm.torch_npu`` do)
 registers in the namespace ``moeperm``, with torch_npu's names and schemas
 (op-plugin's op_plugin_functions.yaml), each with a CPU kernel (libmoeperm,
 through the package's ctypes layer, reading strided tensors where they lie),
-a Meta kernel (shapes and dtypes only: no data is touched), and an Autograd
-kernel:
+a Meta kernel (shapes and dtypes only: no data is touched; the arguments'
+dtypes and ranks are checked by the code the CPU kernel checks them with, so
+both refuse alike), and an Autograd kernel:
 
     npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None,
                           bool padded_mode=False) -> (Tensor, Tensor)
@@ -42,9 +43,11 @@ Autograd follows torch_npu's derivatives.yaml: the backward of
 npu_moe_token_permute is npu_moe_token_permute_grad_v2 of the full
 sorted_indices with num_topK = K, and that of npu_moe_token_unpermute is
 npu_moe_token_unpermute_grad_v2, which gives the gradients of permuted_tokens
-and probs.  The grad operators themselves have no derivative (no double
-backward), and the ``.out`` overloads refuse inputs that require grad, as
-ATen's out= functions do.
+and probs (and, as torch_npu's does, returns an empty one and a zero one
+when permuted_tokens has no rows, a shape the device's operator refuses).
+The grad operators themselves have no derivative (no double backward), and
+the ``.out`` overloads refuse inputs that require grad, as ATen's out=
+functions do.
 
 Sizes follow torch_npu's host code: npu_moe_token_permute keeps
 ``min(num_out_tokens, N*K)`` rows for a positive count and ``num_out_tokens +
@@ -56,7 +59,7 @@ import re
 
 import torch
 
-from . import _capi, _ops
+from . import _arrays, _capi, _ops
 
 NAMESPACE = "moeperm"
 
@@ -176,42 +179,102 @@ def _permute_rows(indices, num_out_tokens):
     return min(v, slots) if v > 0 else v + slots
 
 
+# The dtypes the CPU kernels take (the numpy level's, moeperm._ops), checked
+# here so that the Meta kernels refuse what the CPU kernels refuse, with the
+# same TypeError.
+_FLOATS = (_capi.FLOAT32, _capi.FLOAT16, _capi.BF16)
+_TOKENS = _FLOATS + (_capi.INT8,)
+_INDICES = (_capi.INT32, _capi.INT64)
+
+
+def _arg(t, name, codes, dims):
+    """Tensor ``t`` checked as the CPU kernel checks it: a dtype of
+    ``codes`` (TypeError) and a rank of ``dims`` (ValueError)."""
+    _arrays.torch_code(torch, t, name, codes)
+    _dims(t, name, dims)
+
+
+def _sorted_indices_arg(sorted_indices, dims):
+    _arg(sorted_indices, "sorted_indices", _INDICES, dims)
+    # The library's refusal (core/checks.c), which a Meta kernel never
+    # reaches: the operators take INT32, as the aclnn API does.
+    _check(sorted_indices.dtype != torch.int64,
+           "the device refuses sorted_indices dtype 9 (int64): it takes INT32 (3)")
+
+
+def _same_dtype(dtype, dtype_name, t, name):
+    if t.dtype != dtype:
+        raise TypeError("%s %s differs from %s dtype %s; they must be equal"
+                        % (dtype_name, dtype, name, t.dtype))
+
+
 def _permute_shapes(tokens, indices, num_out_tokens):
-    _dims(tokens, "tokens", (2,))
-    _dims(indices, "indices", (1, 2))
+    _arg(tokens, "tokens", _TOKENS, (2,))
+    _arg(indices, "indices", _INDICES, (1, 2))
     rows = _permute_rows(indices, num_out_tokens)
     return rows, ((rows, tokens.size(1)), tokens.dtype), ((indices.numel(),), torch.int32)
 
 
 def _unpermute_shape(permuted_tokens, sorted_indices, probs):
-    _dims(permuted_tokens, "permuted_tokens", (2,))
-    _dims(sorted_indices, "sorted_indices", (1,))
+    _arg(permuted_tokens, "permuted_tokens", _FLOATS, (2,))
+    _sorted_indices_arg(sorted_indices, (1,))
     top_k = 1
     if probs is not None:
-        _dims(probs, "probs", (2,))
+        _arg(probs, "probs", _FLOATS, (2,))
         top_k = probs.size(1)
     _check(top_k > 0, "probs has 0 columns; top_k must be positive")
     return (sorted_indices.size(0) // top_k, permuted_tokens.size(-1)), permuted_tokens.dtype
 
 
 def _permute_grad_top_k(indices):
+    _dims(indices, "indices", (1, 2))
     return 1 if indices.dim() == 1 else indices.size(1)
 
 
 def _permute_grad_shape(grad_permuted_tokens, sorted_indices, tokens_size_0, tokens_dtype):
-    _dims(grad_permuted_tokens, "grad_permuted_tokens", (2,))
-    _dims(sorted_indices, "sorted_indices", (1, 2))
+    _arg(grad_permuted_tokens, "grad_permuted_tokens", _FLOATS, (2,))
+    _sorted_indices_arg(sorted_indices, (1, 2))
+    # The gradient of tokens has the gradient's dtype (the operator's out).
+    _same_dtype(tokens_dtype, "tokens_dtype", grad_permuted_tokens, "grad_permuted_tokens")
     return (tokens_size_0, grad_permuted_tokens.size(1)), tokens_dtype
 
 
-def _unpermute_grad_shapes(grad, sorted_indices, rows, dtype, probs):
-    _dims(grad, "grad_unpermuted_tokens", (2,))
-    _dims(sorted_indices, "sorted_indices", (1,))
+def _unpermute_grad_shapes(grad, sorted_indices, rows, dtype, probs, permuted_tokens=None):
+    """The results' shapes and dtypes of npu_moe_token_unpermute_grad_v2
+    (``rows`` and ``dtype`` those of permuted_tokens), its arguments checked
+    as the CPU kernel checks them."""
+    _arg(grad, "grad_unpermuted_tokens", _FLOATS, (2,))
+    _sorted_indices_arg(sorted_indices, (1,))
+    if probs is not None:
+        _arg(probs, "probs", _FLOATS, (2,))
+    if permuted_tokens is None:
+        _same_dtype(dtype, "permuted_tokens_dtype", grad, "grad_unpermuted_tokens")
+    else:
+        _arg(permuted_tokens, "permuted_tokens", _FLOATS, (2,))
+        _same_dtype(permuted_tokens.dtype, "permuted_tokens dtype", grad, "grad_unpermuted_tokens")
+        _same_dtype(dtype, "permuted_tokens_dtype", permuted_tokens, "permuted_tokens")
+        _check(permuted_tokens.size(0) == rows,
+               "permuted_tokens has %d rows and permuted_tokens_size_0 is %d; they must be equal"
+               % (permuted_tokens.size(0), rows))
+        _check(permuted_tokens.size(1) == grad.size(1),
+               "permuted_tokens has %d columns and grad_unpermuted_tokens %d; they must be equal"
+               % (permuted_tokens.size(1), grad.size(1)))
     tokens_grad = ((rows, grad.size(1)), dtype)
     # Without probs torch_npu returns a 0-dim gradient of probs (of the
     # gradient's dtype) beside the gradient of the tokens.
     probs_grad = (tuple(probs.shape), probs.dtype) if probs is not None else ((), grad.dtype)
     return tokens_grad, probs_grad
+
+
+def chip_list(chip):
+    """``chip`` (None, a chip's name such as "Ascend910B3", a moeperm.Chip
+    or a pair of integers) as the operators' ``int[]? chip`` argument, which
+    holds the chip's numbers [ub_bytes, vector_cores]."""
+    if chip is None:
+        return None
+    ub_bytes, vector_cores = _ops.chip_of(chip)
+    return [_ops._integer(ub_bytes, "chip ub_bytes"),
+            _ops._integer(vector_cores, "chip vector_cores")]
 
 
 def _chip(chip):
@@ -221,8 +284,12 @@ def _chip(chip):
     return _ops.Chip(chip[0], chip[1])
 
 
-def _shape(value):
-    return None if value is None else list(value)
+def restore_shape_list(restore_shape):
+    """``restore_shape`` (None or a sequence of integers, a torch.Size) as
+    the operators' ``int[]? restore_shape`` argument; TypeError naming it
+    for anything else."""
+    shape = _ops._shape_value(restore_shape, "restore_shape")
+    return None if shape is None else list(shape)
 
 
 # -- the kernels ----------------------------------------------------------
@@ -287,7 +354,7 @@ def _unpermute_out_cpu(permuted_tokens, sorted_indices, probs=None, padded_mode=
                         chip=chip, out=out)
     _chip(chip)
     return _ops.moe_token_unpermute(permuted_tokens, sorted_indices, probs, padded_mode,
-                                    _shape(restore_shape), out=out)
+                                    restore_shape_list(restore_shape), out=out)
 
 
 def _permute_grad_v2_meta(grad_permuted_tokens, sorted_indices, tokens_size_0, tokens_dtype,
@@ -327,6 +394,8 @@ def _v1_permute_grad(kernel):
     rows and dtype from tokens and num_topK from the rank of indices."""
     def v1(tokens, grad_permuted_tokens, indices, sorted_indices, padded_mode=False, **out):
         _dims(tokens, "tokens", (2,))
+        _arg(grad_permuted_tokens, "grad_permuted_tokens", _FLOATS, (2,))
+        _same_dtype(tokens.dtype, "tokens dtype", grad_permuted_tokens, "grad_permuted_tokens")
         return kernel(grad_permuted_tokens, sorted_indices, tokens.size(0), tokens.dtype,
                       _permute_grad_top_k(indices), padded_mode, **out)
     return v1
@@ -338,7 +407,7 @@ def _unpermute_grad_v2_out_meta(grad_unpermuted_tokens, sorted_indices, permuted
                                 permuted_tokens_grad_out, probs_grad_out):
     (t_shape, t_dtype), (p_shape, p_dtype) = _unpermute_grad_shapes(
         grad_unpermuted_tokens, sorted_indices, permuted_tokens_size_0, permuted_tokens_dtype,
-        probs)
+        probs, permuted_tokens)
     return (_fit(permuted_tokens_grad_out, t_shape, t_dtype, "permuted_tokens_grad_out"),
             _fit(probs_grad_out, p_shape, p_dtype, "probs_grad_out"))
 
@@ -348,7 +417,7 @@ def _unpermute_grad_v2_meta(grad_unpermuted_tokens, sorted_indices, permuted_tok
                             restore_shape=None, permuted_tokens=None, *, chip=None):
     (t_shape, t_dtype), (p_shape, p_dtype) = _unpermute_grad_shapes(
         grad_unpermuted_tokens, sorted_indices, permuted_tokens_size_0, permuted_tokens_dtype,
-        probs)
+        probs, permuted_tokens)
     return (_new(grad_unpermuted_tokens, t_shape, t_dtype),
             _new(grad_unpermuted_tokens, p_shape, p_dtype))
 
@@ -362,6 +431,12 @@ def _unpermute_grad_v2_out_cpu(grad_unpermuted_tokens, sorted_indices, permuted_
                                 permuted_tokens, chip=chip,
                                 permuted_tokens_grad_out=permuted_tokens_grad_out,
                                 probs_grad_out=probs_grad_out)
+    if permuted_tokens_size_0 == 0:
+        # torch_npu returns here, as aclnnMoeTokenUnpermuteGrad refuses a
+        # permuted_tokens of no rows: an empty gradient of permuted_tokens,
+        # and a zero gradient of probs (no row contributed to the output).
+        probs_grad_out.zero_()
+        return permuted_tokens_grad_out, probs_grad_out
     if permuted_tokens is None:
         # Without probs the operator reads only the shape of permuted_tokens
         # (nothing is summed): a zero-stride view of one zero stands in.
@@ -371,7 +446,7 @@ def _unpermute_grad_v2_out_cpu(grad_unpermuted_tokens, sorted_indices, permuted_
             permuted_tokens_size_0, grad_unpermuted_tokens.size(1))
     _ops.moe_token_unpermute_grad(
         permuted_tokens, grad_unpermuted_tokens, sorted_indices, probs, padded_mode,
-        _shape(restore_shape), chip=_chip(chip),
+        restore_shape_list(restore_shape), chip=_chip(chip),
         out=(permuted_tokens_grad_out, probs_grad_out if probs is not None else None))
     if probs is None:
         probs_grad_out.zero_()
@@ -383,7 +458,7 @@ def _unpermute_grad_v2_cpu(grad_unpermuted_tokens, sorted_indices, permuted_toke
                            restore_shape=None, permuted_tokens=None, *, chip=None):
     (t_shape, t_dtype), (p_shape, p_dtype) = _unpermute_grad_shapes(
         grad_unpermuted_tokens, sorted_indices, permuted_tokens_size_0, permuted_tokens_dtype,
-        probs)
+        probs, permuted_tokens)
     # Zeroed, so that a row no slot names reads zeros (the device leaves
     # such rows unwritten, whatever the memory held).
     tokens_grad = torch.zeros(t_shape, dtype=t_dtype)
@@ -399,10 +474,8 @@ def _v1_unpermute_grad(kernel):
     of the gradient are those of permuted_tokens."""
     def v1(permuted_tokens, grad_unpermuted_tokens, sorted_indices, probs=None,
            padded_mode=False, restore_shape=None, *, chip=None, **out):
-        _dims(permuted_tokens, "permuted_tokens", (2,))
-        _check(permuted_tokens.size(1) == grad_unpermuted_tokens.size(-1),
-               "permuted_tokens has %d columns and grad_unpermuted_tokens %d; they must be equal"
-               % (permuted_tokens.size(1), grad_unpermuted_tokens.size(-1)))
+        # The rest of permuted_tokens is checked with the other arguments.
+        _arg(permuted_tokens, "permuted_tokens", _FLOATS, (2,))
         return kernel(grad_unpermuted_tokens, sorted_indices, permuted_tokens.size(0),
                       permuted_tokens.dtype, probs, padded_mode, restore_shape, permuted_tokens,
                       chip=chip, **out)
@@ -448,6 +521,9 @@ class MoeTokenUnpermute(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, permuted_tokens, sorted_indices, probs, padded_mode, restore_shape, chip):
+        # apply() is public: it takes what moeperm.torch's function takes (a
+        # chip's name, a Chip, a torch.Size), which the schema's int[] do not.
+        restore_shape, chip = restore_shape_list(restore_shape), chip_list(chip)
         with _below_autograd():
             out = _op("npu_moe_token_unpermute")(permuted_tokens, sorted_indices, probs,
                                                   padded_mode, restore_shape, chip=chip)

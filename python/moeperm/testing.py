@@ -20,15 +20,18 @@ directory with the ``golden`` mark, relative to the test file:
         outputs = golden_case.call(my_kernel)    # my_kernel(**inputs, **attrs)
         assert_bits_equal(golden_case, outputs)
 
-or with ``--moeperm-golden DIR`` (or the ini option ``moeperm_golden``) for
-every such test without a mark.  Without the plugin, ``golden_cases(DIR)``
-is the same parametrization as a decorator.
+or with ``--moeperm-golden DIR`` (relative to the directory pytest starts
+in) or the ini option ``moeperm_golden`` (relative to the ini file's
+directory) for every such test without a mark.  Without the plugin,
+``golden_cases(DIR)`` is the same parametrization as a decorator.
 """
 import os
 
-import numpy as np
-
-from . import _arrays
+# Nothing of the package beyond this module is imported here: pytest imports
+# the plugin at its start (by the entry point, for any test suite), so what
+# needs libmoeperm or numpy is imported by the functions that use it.  A
+# pytest run that never asks for golden_case loads no library and cannot
+# fail for want of one.
 
 __all__ = ["assert_bits_equal", "golden_cases"]
 
@@ -62,6 +65,8 @@ def assert_bits_equal(expected, actual, max_ulp=None, allow_order=False, *, stri
     not this function's frames (__tracebackhide__).  Returns None (or, for
     a case, the Report of the comparison)."""
     __tracebackhide__ = True
+    import numpy as np
+
     from . import golden
     if isinstance(expected, golden.Case):
         report = golden.compare(expected, actual, max_ulp=max_ulp or 0, strict_nan=strict_nan)
@@ -110,6 +115,9 @@ def _only_order(report):
 
 def _numpy(value, name):
     """numpy bits of an array or tensor (bf16 tensors as np.uint16)."""
+    import numpy as np
+
+    from . import _arrays
     torch = _arrays._torch_module(value)
     if torch is not None:
         t = value.detach()
@@ -122,6 +130,7 @@ def _numpy(value, name):
 
 
 def _raw_bits(arr):
+    import numpy as np
     arr = np.ascontiguousarray(arr)
     if arr.dtype.itemsize in (1, 2, 4, 8) and arr.dtype.kind in "fiub":
         return arr.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -130,6 +139,7 @@ def _raw_bits(arr):
 
 
 def _word(dtype):
+    import numpy as np
     return "uint16 (bf16)" if dtype == np.uint16 else np.dtype(dtype).name
 
 
@@ -155,9 +165,10 @@ def golden_cases(root, op=None):
 def pytest_addoption(parser):
     parser.addoption("--moeperm-golden", metavar="DIR", default=None,
                      help="moeperm: the golden cases a test's golden_case argument runs over, "
-                          "when it has no golden mark")
+                          "when it has no golden mark (relative to the current directory)")
     parser.addini("moeperm_golden", "moeperm: the default directory of golden cases for "
-                                    "golden_case arguments", default=None)
+                                    "golden_case arguments (relative to the ini file)",
+                  default=None)
 
 
 def pytest_configure(config):
@@ -193,14 +204,24 @@ def pytest_generate_tests(metafunc):
         if not os.path.isabs(root):
             root = os.path.join(os.path.dirname(os.path.abspath(metafunc.module.__file__)), root)
     else:
-        config = metafunc.config
-        root = config.getoption("--moeperm-golden") or config.getini("moeperm_golden")
+        root = _option_root(metafunc.config)
         if not root:
             raise ValueError("%s takes golden_case but names no cases: mark it "
                              "@pytest.mark.golden(DIR) or pass --moeperm-golden DIR"
                              % metafunc.definition.nodeid)
-        root = os.fspath(root)
-        if not os.path.isabs(root):
-            root = os.path.join(str(config.invocation_params.dir), root)
     found, ids = _cases(root, op)
     metafunc.parametrize(_ARGUMENT, found, ids=ids)
+
+
+def _option_root(config):
+    """The directory of --moeperm-golden, relative to the directory pytest
+    was started in, else of the ini option moeperm_golden, relative to the
+    ini file's directory (the rootdir without one); None when neither is
+    set."""
+    root, base = config.getoption("--moeperm-golden"), config.invocation_params.dir
+    if not root:
+        root = config.getini("moeperm_golden")
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+    if not root:
+        return None
+    return os.path.join(os.fspath(base), os.fspath(root))

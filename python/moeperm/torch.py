@@ -35,7 +35,7 @@ shapes and dtypes without computing.
 import torch
 
 from . import _torch_ops
-from ._torch_ops import MoeTokenPermute, MoeTokenUnpermute
+from ._torch_ops import MoeTokenPermute, MoeTokenUnpermute, chip_list, restore_shape_list
 
 __all__ = ["npu_moe_token_permute", "npu_moe_token_unpermute", "MoeTokenPermute",
            "MoeTokenUnpermute"]
@@ -49,17 +49,6 @@ def _tensor(value, name, optional=False):
                         "numpy arrays)" % (name, type(value).__name__,
                                            "moe_token_permute / moe_token_unpermute"))
     return value
-
-
-def chip_list(chip):
-    """``chip`` (None, a chip's name such as "Ascend910B3", a moeperm.Chip
-    or a pair of integers) as the operators' ``int[]? chip`` argument, which
-    holds the chip's numbers [ub_bytes, vector_cores]."""
-    if chip is None:
-        return None
-    from ._ops import _integer, chip_of
-    ub_bytes, vector_cores = chip_of(chip)
-    return [_integer(ub_bytes, "chip ub_bytes"), _integer(vector_cores, "chip vector_cores")]
 
 
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
@@ -82,5 +71,5 @@ def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_
     latter summed in the order of ``chip`` (None: Atlas A2)."""
     return _torch_ops._op("npu_moe_token_unpermute")(
         _tensor(permuted_tokens, "permuted_tokens"), _tensor(sorted_indices, "sorted_indices"),
-        _tensor(probs, "probs", optional=True), padded_mode,
-        None if restore_shape is None else list(restore_shape), chip=chip_list(chip))
+        _tensor(probs, "probs", optional=True), padded_mode, restore_shape_list(restore_shape),
+        chip=chip_list(chip))

@@ -49,7 +49,7 @@ import sys
 import warnings
 
 from . import _torch_ops
-from .torch import chip_list
+from ._torch_ops import chip_list, restore_shape_list
 
 __all__ = ["npu_moe_token_permute", "npu_moe_token_unpermute", "npu_moe_token_permute_grad",
            "npu_moe_token_permute_grad_v2", "npu_moe_token_unpermute_grad",
@@ -68,7 +68,7 @@ def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_
     """torch_npu.npu_moe_token_unpermute: unpermuted_tokens (its backward
     sums the gradient of probs in the order of ``chip``)."""
     return _op("npu_moe_token_unpermute")(permuted_tokens, sorted_indices, probs, padded_mode,
-                                           _shape(restore_shape), chip=chip_list(chip))
+                                           restore_shape_list(restore_shape), chip=chip_list(chip))
 
 
 def npu_moe_token_permute_grad(tokens, grad_permuted_tokens, indices, sorted_indices,
@@ -91,9 +91,9 @@ def npu_moe_token_unpermute_grad(permuted_tokens, grad_unpermuted_tokens, sorted
                                  probs=None, padded_mode=False, restore_shape=None, *, chip=None):
     """torch_npu.npu_moe_token_unpermute_grad: (the gradient of
     permuted_tokens, the gradient of probs; 0-dim without probs)."""
-    return _op("npu_moe_token_unpermute_grad")(permuted_tokens, grad_unpermuted_tokens,
-                                                sorted_indices, probs, padded_mode,
-                                                _shape(restore_shape), chip=chip_list(chip))
+    return _op("npu_moe_token_unpermute_grad")(
+        permuted_tokens, grad_unpermuted_tokens, sorted_indices, probs, padded_mode,
+        restore_shape_list(restore_shape), chip=chip_list(chip))
 
 
 def npu_moe_token_unpermute_grad_v2(grad_unpermuted_tokens, sorted_indices,
@@ -105,11 +105,8 @@ def npu_moe_token_unpermute_grad_v2(grad_unpermuted_tokens, sorted_indices,
     of probs; 0-dim without probs)."""
     return _op("npu_moe_token_unpermute_grad_v2")(
         grad_unpermuted_tokens, sorted_indices, permuted_tokens_size_0, permuted_tokens_dtype,
-        probs, padded_mode, _shape(restore_shape), permuted_tokens, chip=chip_list(chip))
-
-
-def _shape(value):
-    return None if value is None else list(value)
+        probs, padded_mode, restore_shape_list(restore_shape), permuted_tokens,
+        chip=chip_list(chip))
 
 
 def __getattr__(name):

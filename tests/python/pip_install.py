@@ -10,8 +10,9 @@ meson-python (--no-build-isolation; --no-index so nothing is fetched).  The
 source tree is copied first, since meson-python 0.12 writes its work files
 into the tree it builds.  Checked:
 
-  - `pip wheel` gives one wheel, and `pip install` of it puts the package,
-    its two libraries and the `moeperm` tool into the venv;
+  - `pip wheel` gives one wheel, which holds the package at its root beside
+    its libraries, and `pip install` of it puts the package, its two
+    libraries and the `moeperm` tool into the venv;
   - the tool and `import moeperm, moeperm.golden` run under `env -i`, the
     libraries found beside the package with no variable;
   - tests/python passes against the installed package (not the source
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 SKIP = 77
 
@@ -59,6 +61,16 @@ def main():
              "-w", wheels, src], "pip wheel")
         (wheel,) = glob.glob(os.path.join(wheels, "moeperm-*.whl"))
         print("wheel: " + os.path.basename(wheel))
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+        # The package at the wheel's root, beside the libraries its recorded
+        # path names: not in .data/purelib, which pip installs apart from
+        # them wherever purelib and platlib differ.
+        if "moeperm/__init__.py" not in names or "moeperm/_paths.py" not in names or not any(
+                n.startswith(".moeperm.mesonpy.libs/libmoeperm.so") for n in names):
+            print("\n".join(names))
+            print("FAIL: the wheel does not hold moeperm/ beside .moeperm.mesonpy.libs/")
+            sys.exit(1)
         run([python, "-m", "pip", "install", "--no-index", "--no-deps", wheel], "pip install")
 
         tool = os.path.join(venv, "bin", "moeperm")

@@ -52,9 +52,12 @@ def test_version_is_the_projects():
 
 
 def test_directory_variable_that_lacks_the_library_is_an_import_error_naming_it(tmp_path):
-    r = run_python("import moeperm", {"MOEPERM_LIBRARY_DIR": str(tmp_path)}, str(tmp_path),
+    # `import moeperm` loads nothing; the first name used loads the library.
+    r = run_python("import moeperm; import moeperm.testing; print('imported', flush=True); "
+                   "from moeperm import moe_token_permute",
+                   {"MOEPERM_LIBRARY_DIR": str(tmp_path)}, str(tmp_path),
                    os.path.dirname(PACKAGE))
-    assert r.returncode == 1
+    assert r.returncode == 1 and r.stdout == "imported\n"
     assert "ImportError: moeperm cannot find libmoeperm." in r.stderr
     assert "%s (MOEPERM_LIBRARY_DIR): no libmoeperm.so.0 or libmoeperm.so" % tmp_path in r.stderr
 
@@ -102,7 +105,7 @@ def test_nothing_found_lists_every_place_looked(tmp_path):
                        str(tmp_path), site)
     if probe.stdout.strip() != "None":
         pytest.skip("a libmoeperm is installed where the dynamic loader finds it")
-    r = run_python("import moeperm", {}, str(tmp_path), site)
+    r = run_python("import moeperm; moeperm.version()", {}, str(tmp_path), site)
     assert r.returncode == 1
     assert "MOEPERM_LIBRARY_DIR is not set" in r.stderr
     assert "%s (recorded by meson install): no libmoeperm.so.0" % (tmp_path / "gone") in r.stderr

@@ -98,6 +98,7 @@ def test_by_option(golden_case):
 
 
 def run_pytest(tmp_path, body, *args):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "test_kernel.py").write_text(body)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(os.path.dirname(moeperm.__file__))] +
@@ -139,6 +140,32 @@ def test_plugin_without_a_directory_says_how_to_give_one(tmp_path):
     r = run_pytest(tmp_path, "def test_x(golden_case):\n    pass\n")
     assert r.returncode != 0
     assert "mark it @pytest.mark.golden(DIR) or pass --moeperm-golden DIR" in r.stdout + r.stderr
+
+
+def test_ini_option_is_relative_to_the_ini_file_and_the_command_line_to_the_invocation(
+        tmp_path):
+    # A project with its pytest.ini and corpus at the top, its tests in
+    # tests/, pytest started in tests/.
+    make_corpus(tmp_path / "corpus")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmoeperm_golden = corpus\n")
+    tests = tmp_path / "tests"
+    body = KERNEL_TEST % {"broken": False, "root": "../corpus"}
+    # Node ids are relative to the rootdir, the ini file's directory.
+    expected = ["tests/test_kernel.py::test_by_option[%s]" % c for c in ("s/a", "s/b", "t/c")]
+    for args in ([], ["--moeperm-golden", os.path.join("..", "corpus")]):
+        r = run_pytest(tests, body, "--collect-only", "-q", "-k", "test_by_option", *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert [line for line in r.stdout.splitlines() if "::" in line] == expected
+
+
+def test_plugin_in_a_run_that_never_uses_it_loads_no_library(tmp_path):
+    # Loaded by its entry point (installed) or -p, for any suite: no library
+    # is loaded and a library that cannot be found fails nothing.
+    body = "import sys\n\ndef test_unrelated():\n    assert 'moeperm._capi' not in sys.modules\n"
+    r = pytest_in(tmp_path, body, ["-q", "-p", "moeperm.testing"],
+                  {"MOEPERM_LIBRARY_DIR": str(tmp_path / "nonexistent")})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
 
 
 def test_example_test_runs_over_the_committed_corpus():

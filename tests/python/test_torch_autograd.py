@@ -191,3 +191,52 @@ def test_library_refusal_in_the_forward_is_a_moeperm_error():
                                             r"sorted_indices\[1\] = -1 is negative"):
         npu_moe_token_unpermute(torch.ones(2, 2, requires_grad=True),
                                 torch.tensor([0, -1], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("with_probs", [True, False])
+def test_backward_of_no_permuted_rows_gives_an_empty_and_a_zero_gradient(with_probs):
+    # Every slot dropped: the forward is zeros, and the backward returns as
+    # torch_npu's does, since the device's operator refuses a permuted_tokens
+    # of no rows.
+    permuted = torch.randn(0, 8, requires_grad=True)
+    probs = torch.rand(3, 2, dtype=torch.float16, requires_grad=True) if with_probs else None
+    sorted_indices = torch.arange(6 if with_probs else 3, dtype=torch.int32)
+    out = npu_moe_token_unpermute(permuted, sorted_indices, probs)
+    assert out.shape == (3, 8) and not out.any()
+    out.backward(torch.randn(3, 8))
+    assert permuted.grad.shape == (0, 8) and permuted.grad.dtype == torch.float32
+    if with_probs:
+        same_bits(np.zeros((3, 2), np.float16), probs.grad)
+
+
+def test_autograd_function_takes_a_chip_name_a_chip_and_a_torch_size():
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(models.random_grad(rng, (16, 300), np.float32))
+    idx = torch.from_numpy(models.random_permutation(rng, 16))
+    g = torch.from_numpy(models.random_grad(rng, (8, 300), np.float32))
+    chip = moeperm.Chip.by_name("Ascend910B3")
+    grads = []
+    for how in ("Ascend910B3", chip, tuple(chip)):
+        probs = torch.ones(8, 2, requires_grad=True)
+        out = moeperm.torch.MoeTokenUnpermute.apply(x, idx, probs, False, torch.Size([8, 300]),
+                                                    how)
+        out.backward(g)
+        grads.append(probs.grad)
+    want = moeperm.moe_token_unpermute_grad(x, g, idx, torch.ones(8, 2), chip=chip)[1]
+    for grad in grads:
+        same_bits(want, grad)
+
+
+def test_restore_shape_that_is_no_sequence_is_refused_naming_it():
+    import moeperm.torch_npu
+    x, idx = torch.ones(4, 3), torch.arange(4, dtype=torch.int32)
+    for call in (lambda: npu_moe_token_unpermute(x, idx, restore_shape=5),
+                 lambda: moeperm.torch_npu.npu_moe_token_unpermute(x, idx, restore_shape=5),
+                 lambda: moeperm.torch_npu.npu_moe_token_unpermute_grad(x, x, idx,
+                                                                        restore_shape=5),
+                 lambda: moeperm.torch.MoeTokenUnpermute.apply(x, idx, None, False, 5, None)):
+        with pytest.raises(TypeError, match=r"^restore_shape is a int; it must be a sequence "
+                                            r"of integers or None$"):
+            call()
+    with pytest.raises(TypeError, match=r"^restore_shape\[1\] is a str; it must be an integer"):
+        npu_moe_token_unpermute(x, idx, restore_shape=[4, "3"])

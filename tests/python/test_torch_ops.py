@@ -248,7 +248,7 @@ META_CASES = {
         m(6, 5, dtype=torch.float16), m(14, 5, dtype=torch.float16), m(6, 3),
         m(18, dtype=torch.int32)), [((6, 5), torch.float16)]),
     "permute_grad_v2": (lambda m: ops.npu_moe_token_permute_grad_v2(
-        m(14, 5), m(18, dtype=torch.int32), 6, torch.bfloat16, 3),
+        m(14, 5, dtype=torch.bfloat16), m(18, dtype=torch.int32), 6, torch.bfloat16, 3),
         [((6, 5), torch.bfloat16)]),
     "unpermute_grad": (lambda m: ops.npu_moe_token_unpermute_grad(
         m(17, 5), m(6, 5), m(18, dtype=torch.int32), m(6, 3, dtype=torch.bfloat16)),
@@ -351,3 +351,107 @@ def test_the_version_switch_reads_the_installed_torch():
     out = ops.npu_moe_token_permute(torch.ones(2, 2, requires_grad=True),
                                     torch.zeros(2, 1, dtype=torch.int32))[0]
     assert out.grad_fn is not None
+
+
+# -- Meta and CPU refuse alike, naming the argument -------------------------
+
+def i32(*shape, device):
+    return torch.zeros(shape, dtype=torch.int32, device=device)
+
+
+REFUSALS = {
+    "float64 tokens": (
+        lambda d: ops.npu_moe_token_permute(torch.zeros(4, 3, dtype=torch.float64, device=d),
+                                            i32(4, 2, device=d)),
+        TypeError, r"^tokens dtype torch.float64 is not supported here; it must be "
+                   r"torch.float32, torch.float16, torch.bfloat16 or torch.int8$"),
+    "float32 indices": (
+        lambda d: ops.npu_moe_token_permute(torch.zeros(4, 3, device=d),
+                                            torch.zeros(4, 2, device=d)),
+        TypeError, r"^indices dtype torch.float32 is not supported here"),
+    "3-D indices": (
+        lambda d: ops.npu_moe_token_permute(torch.zeros(4, 3, device=d), i32(4, 2, 1, device=d)),
+        ValueError, r"^indices has 3 dims; it must have 1 or 2$"),
+    "int8 permuted_tokens": (
+        lambda d: ops.npu_moe_token_unpermute(torch.zeros(4, 3, dtype=torch.int8, device=d),
+                                              i32(4, device=d)),
+        TypeError, r"^permuted_tokens dtype torch.int8 is not supported here"),
+    "int64 sorted_indices": (
+        lambda d: ops.npu_moe_token_unpermute(torch.zeros(4, 3, device=d),
+                                              torch.zeros(4, dtype=torch.int64, device=d)),
+        moeperm.Error, r"^the device refuses sorted_indices dtype 9 \(int64\): it takes "
+                       r"INT32 \(3\)$"),
+    "float64 probs": (
+        lambda d: ops.npu_moe_token_unpermute(torch.zeros(4, 3, device=d), i32(4, device=d),
+                                              torch.zeros(2, 2, dtype=torch.float64, device=d)),
+        TypeError, r"^probs dtype torch.float64 is not supported here"),
+    "tokens_dtype of another dtype than the gradient": (
+        lambda d: ops.npu_moe_token_permute_grad_v2(torch.zeros(4, 3, device=d), i32(4, device=d),
+                                                    2, torch.float16, 2),
+        TypeError, r"^tokens_dtype torch.float16 differs from grad_permuted_tokens dtype "
+                   r"torch.float32; they must be equal$"),
+    "3-D probs of the unpermute gradient": (
+        lambda d: ops.npu_moe_token_unpermute_grad_v2(
+            torch.zeros(4, 3, device=d), i32(4, device=d), 4, torch.float32,
+            torch.ones(4, 1, 1, device=d), permuted_tokens=torch.zeros(4, 3, device=d)),
+        ValueError, r"^probs has 3 dims; it must have 2$"),
+    "permuted_tokens of other rows than permuted_tokens_size_0": (
+        lambda d: ops.npu_moe_token_unpermute_grad_v2(
+            torch.zeros(4, 3, device=d), i32(4, device=d), 5, torch.float32,
+            torch.ones(4, 1, device=d), permuted_tokens=torch.zeros(4, 3, device=d)),
+        ValueError, r"^permuted_tokens has 4 rows and permuted_tokens_size_0 is 5"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_meta_kernels_refuse_what_the_cpu_kernels_refuse(name, device):
+    call, error, message = REFUSALS[name]
+    with pytest.raises(error, match=message):
+        call(device)
+
+
+def test_wrong_ranks_and_dtypes_of_the_grad_operators_name_the_argument():
+    tokens, sorted_indices = torch.zeros(4, 3), torch.arange(4, dtype=torch.int32)
+    # A 0-dim gradient: not an IndexError from a size of no dim.
+    with pytest.raises(ValueError, match=r"^grad_unpermuted_tokens has 0 dims; it must have 2$"):
+        ops.npu_moe_token_unpermute_grad(tokens, torch.tensor(1.0), sorted_indices)
+    # A 3-D gradient: its rank, not a mismatch of columns.
+    with pytest.raises(ValueError, match=r"^grad_unpermuted_tokens has 3 dims; it must have 2$"):
+        ops.npu_moe_token_unpermute_grad(tokens, torch.zeros(4, 3, 3), sorted_indices)
+    # The tokens' dtype against the gradient's, with no out= in the message.
+    with pytest.raises(TypeError, match=r"^tokens dtype torch.float16 differs from "
+                                        r"grad_permuted_tokens dtype torch.float32; they must "
+                                        r"be equal$"):
+        ops.npu_moe_token_permute_grad(tokens.half(), torch.zeros(4, 3), i32(2, 2, device="cpu"),
+                                       sorted_indices)
+    with pytest.raises(TypeError, match=r"^permuted_tokens dtype torch.float32 differs from "
+                                        r"grad_unpermuted_tokens dtype torch.float16"):
+        ops.npu_moe_token_unpermute_grad(tokens, torch.zeros(4, 3, dtype=torch.float16),
+                                         sorted_indices)
+    with pytest.raises(TypeError, match=r"^permuted_tokens_dtype torch.float32 differs from "
+                                        r"grad_unpermuted_tokens dtype torch.float16"):
+        ops.npu_moe_token_unpermute_grad_v2(torch.zeros(4, 3, dtype=torch.float16),
+                                            sorted_indices, 4, torch.float32)
+
+
+@pytest.mark.parametrize("with_probs", [True, False])
+def test_unpermute_grad_of_no_permuted_rows_returns_early_as_torch_npu_does(with_probs):
+    # aclnnMoeTokenUnpermuteGrad refuses a permuted_tokens of no rows;
+    # torch_npu returns an empty gradient and a zero one of probs instead.
+    grad, sorted_indices = bf16(np.random.default_rng(45), (3, 8)), torch.arange(
+        6, dtype=torch.int32)
+    probs = torch.rand(3, 2) if with_probs else None
+    tokens_grad, probs_grad = ops.npu_moe_token_unpermute_grad_v2(
+        grad, sorted_indices, 0, torch.bfloat16, probs, permuted_tokens=torch.empty(
+            0, 8, dtype=torch.bfloat16) if with_probs else None)
+    assert tokens_grad.shape == (0, 8) and tokens_grad.dtype == torch.bfloat16
+    want = torch.zeros(3, 2) if with_probs else torch.zeros((), dtype=torch.bfloat16)
+    same_bits(want, probs_grad)
+    # The out= overload zeroes what it is given.
+    tokens_out = torch.empty(0, 8, dtype=torch.bfloat16)
+    probs_out = torch.full(want.shape, float("nan"), dtype=want.dtype)
+    ops.npu_moe_token_unpermute_grad(torch.empty(0, 8, dtype=torch.bfloat16), grad,
+                                     sorted_indices, probs, permuted_tokens_grad_out=tokens_out,
+                                     probs_grad_out=probs_out)
+    same_bits(want, probs_out)
