@@ -38,6 +38,12 @@ typedef enum host_kind {
     HOST_KINDS
 } host_kind;
 
+/* How many freed objects of each kind the registry keeps before their
+ * memory goes back to the C library, so that no new object is at a freed
+ * object's address until that many more of its kind were freed
+ * (registry.c; docs/aclnn-host.md states it). */
+#define HOST_QUARANTINE 1024
+
 /* The most dims of a tensor, as for aclTensor and moeperm_tensor. */
 #define HOST_MAX_DIMS MOEPERM_MAX_DIMS
 
@@ -76,6 +82,11 @@ bool registry_has(const void *object, host_kind kind);
  * frees it), false when it was not (nothing changes).  Taking is atomic,
  * so of two threads taking one object only one gets it. */
 bool registry_take(const void *object, host_kind kind);
+/* Frees an object registry_take() took, once the caller has freed what it
+ * points to: into the quarantine, whose oldest object of kind it frees. */
+void registry_retire(void *object, host_kind kind);
+/* Frees every object in the quarantine (aclFinalize, and at exit). */
+void registry_release(void);
 
 /* Adds a block of device memory [start, start + size); false when memory
  * for the registry runs out. */

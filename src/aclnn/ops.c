@@ -93,13 +93,13 @@ struct aclOpExecutor {
     plan_arg args[MAX_ARGS];
 };
 
-static void executor_free(aclOpExecutor *e)
+/* Frees the views a plan holds; the plan itself is the caller's. */
+static void executor_drop_views(aclOpExecutor *e)
 {
-    if (e == NULL)
-        return;
-    for (size_t i = 0; i < e->count; i++)
+    for (size_t i = 0; i < e->count; i++) {
         moeperm_tensor_destroy(e->args[i].view);
-    free(e);
+        e->args[i].view = NULL;
+    }
 }
 
 /* --- checks of the first phase ----------------------------------------- */
@@ -156,10 +156,12 @@ static void dtype_list(uint64_t mask, char *buf, size_t len)
 }
 
 /* The byte span a non-empty view touches and whether it fits in its
- * storage; false (message set) when not. */
+ * storage; false (message set) when not.  Every sum and product is checked:
+ * the strides and dims are the program's, and an extent past what an
+ * int64 counts is refused with its value rather than wrapped. */
 static bool view_span(const char *fn, plan_arg *a, const aclTensor *t)
 {
-    size_t size = dtype_size(t->dtype);
+    int64_t size = (int64_t)dtype_size(t->dtype);
     int64_t last = t->offset;
     for (uint64_t i = 0; i < t->ndim; i++) {
         int64_t step;
@@ -171,26 +173,38 @@ static bool view_span(const char *fn, plan_arg *a, const aclTensor *t)
             return false;
         }
     }
+    int64_t end; /* one past the last element */
+    if (__builtin_add_overflow(last, 1, &end)) {
+        host_error("%s: %s: its last element is element %lld, so it ends past 2^63 - 1 "
+                   "elements", fn, a->name, (long long)last);
+        return false;
+    }
     if (t->storage_ndim > 0) {
         int64_t storage = 1;
         for (uint64_t i = 0; i < t->storage_ndim; i++)
-            storage = __builtin_mul_overflow(storage, t->storage_dims[i], &storage) ? INT64_MAX
-                                                                                      : storage;
-        if (last >= storage) {
+            if (__builtin_mul_overflow(storage, t->storage_dims[i], &storage)) {
+                host_error("%s: %s's storageDims hold more than 2^63 - 1 elements: "
+                           "storageDims[%llu] = %lld takes the product past it",
+                           fn, a->name, (unsigned long long)i, (long long)t->storage_dims[i]);
+                return false;
+            }
+        if (end > storage) {
             host_error("%s: %s reaches element %lld of its storage, which holds %lld (offset, "
                        "strides and viewDims must stay inside storageDims)",
                        fn, a->name, (long long)last, (long long)storage);
             return false;
         }
     }
-    int64_t lo, hi;
-    if (__builtin_mul_overflow(t->offset, (int64_t)size, &lo) ||
-        __builtin_mul_overflow(last + 1, (int64_t)size, &hi) || (uint64_t)hi > SIZE_MAX) {
-        host_error("%s: %s spans more bytes than memory holds", fn, a->name);
+    int64_t lo, hi, bytes;
+    if (__builtin_mul_overflow(t->offset, size, &lo) || __builtin_mul_overflow(end, size, &hi) ||
+        __builtin_sub_overflow(hi, lo, &bytes) || (uint64_t)hi > SIZE_MAX) {
+        host_error("%s: %s spans elements %lld to %lld of %lld bytes each, more bytes than "
+                   "memory holds", fn, a->name, (long long)t->offset, (long long)last,
+                   (long long)size);
         return false;
     }
     a->first = (const char *)t->data + lo;
-    a->bytes = (size_t)(hi - lo);
+    a->bytes = (size_t)bytes;
     return true;
 }
 
@@ -361,11 +375,17 @@ static aclnnStatus dry_run(const char *fn, const aclOpExecutor *e)
     const plan_arg *ix = &e->args[e->index_arg];
     const aclTensor *t = ix->tensor;
     size_t size = dtype_size(t->dtype);
-    if ((uint64_t)ix->elements > SIZE_MAX / size) {
-        host_error("%s: %s has %lld elements, more than memory holds", fn, ix->name,
-                   (long long)ix->elements);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
+    /* The placeholder is contiguous, one entry per element of the view.  It
+     * is made only when it takes no more bytes than the program's index
+     * view spans in device memory, so a view that declares more elements
+     * than it has memory for (zero strides, or memory that is not the
+     * device's) cannot make the first phase allocate more than the program
+     * did.  Such a view is left, like one without data, to the second
+     * phase, which checks device memory and then asks libmoeperm about the
+     * real view; libmoeperm reads only the entries the operator reads. */
+    if (ix->elements > 0 && ((uint64_t)ix->elements > ix->bytes / size ||
+                             !registry_holds_span(ix->first, ix->bytes)))
+        return ACLNN_SUCCESS;
     void *values = ix->elements > 0 ? calloc((size_t)ix->elements, size) : NULL;
     moeperm_tensor *placeholder = NULL;
     if (ix->elements == 0 || values != NULL)
@@ -454,7 +474,8 @@ static aclnnStatus first_phase_run(const op_desc *d, const aclTensor *const *t, 
         st = ACLNN_ERR_INNER;
     }
     if (st != ACLNN_SUCCESS) {
-        executor_free(e);
+        executor_drop_views(e); /* never handed out: no handle can name it */
+        free(e);
         return st;
     }
     *workspace_size = 0;
@@ -509,7 +530,8 @@ static aclnnStatus run(const char *fn, moeperm_op op, void *workspace, uint64_t 
         if (st != MOEPERM_SUCCESS)
             host_error("%s: %s", fn, moeperm_last_error());
     }
-    executor_free(e);
+    executor_drop_views(e);
+    registry_retire(e, HOST_EXECUTOR);
     return st;
 }
 
@@ -517,20 +539,45 @@ static aclnnStatus run(const char *fn, moeperm_op op, void *workspace, uint64_t 
 
 enum { P_TOKENS, P_INDICES, P_OUT, P_SORTED };
 
+/* The elements of a row of t (the product of its dims after the first)
+ * in *row; when that product passes what an int64 counts, refuses with the
+ * dim that takes it past.  The device's tiling multiplies them in an int64
+ * (moe_token_permute_tiling.cpp:247-250, 302-305) with no check, so its
+ * verdict on such a shape is undefined: 161002, as for any undetermined
+ * result, and never a wrapped value that might equal another. */
+static aclnnStatus row_elements(const char *fn, const char *name, const aclTensor *t,
+                                int64_t *row)
+{
+    *row = 1;
+    for (uint64_t i = 1; i < t->ndim; i++)
+        if (__builtin_mul_overflow(*row, t->dims[i], row)) {
+            host_error("%s: a row of %s holds more than 2^63 - 1 elements: dims[%llu] = %lld "
+                       "takes the product of dims[1..] past it",
+                       fn, name, (unsigned long long)i, (long long)t->dims[i]);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    return ACLNN_SUCCESS;
+}
+
 static aclnnStatus permute_tiling(first_phase *p)
 {
-    /* moe_token_permute_tiling.cpp, in its order: output shapes
-     * (239-275), then the attributes and inputs (295-344). */
+    /* moe_token_permute_tiling.cpp, in its order: the attribute and the
+     * inputs (GetShapeAttrsInfo, 279-348), then the output shapes it
+     * checks last (CheckOutShape, 229-275). */
     const aclOpExecutor *e = p->e;
     const aclTensor *tokens = e->args[P_TOKENS].tensor, *ix = e->args[P_INDICES].tensor;
     const aclTensor *out = e->args[P_OUT].tensor, *sorted = e->args[P_SORTED].tensor;
     const char *fn = p->fn;
+    aclnnStatus st;
     if (e->padded)
         return tiling_error(fn, "paddedMode is true; only false is supported");
     if (tokens->ndim < 2)
         return tiling_error(fn, "tokens has %llu dims; it must have at least 2 ([tokens_num, "
                                 "hidden...])",
                             (unsigned long long)tokens->ndim);
+    int64_t row, out_row;
+    if ((st = row_elements(fn, "tokens", tokens, &row)) != ACLNN_SUCCESS)
+        return st;
     if (ix->ndim != 1 && ix->ndim != 2)
         return tiling_error(fn, "indices has %llu dims; it must be [N] or [N, top_k]",
                             (unsigned long long)ix->ndim);
@@ -548,17 +595,14 @@ static aclnnStatus permute_tiling(first_phase *p)
     if (out->ndim < 2)
         return tiling_error(fn, "permuteTokensOut has %llu dims; it must have at least 2",
                             (unsigned long long)out->ndim);
-    int64_t row = 1, out_row = 1;
-    for (uint64_t i = 1; i < tokens->ndim; i++)
-        row = __builtin_mul_overflow(row, tokens->dims[i], &row) ? -1 : row;
-    for (uint64_t i = 1; i < out->ndim; i++)
-        out_row = __builtin_mul_overflow(out_row, out->dims[i], &out_row) ? -1 : out_row;
-    if (row != out_row)
-        return tiling_error(fn, "a row of permuteTokensOut holds %lld elements but a row of "
-                            "tokens %lld", (long long)out_row, (long long)row);
+    if ((st = row_elements(fn, "permuteTokensOut", out, &out_row)) != ACLNN_SUCCESS)
+        return st;
     if (sorted->ndim != 1 || sorted->dims[0] != slots)
         return tiling_error(fn, "sortedIndicesOut must be [%lld] (tokens x top_k)",
                             (long long)slots);
+    if (row != out_row)
+        return tiling_error(fn, "a row of permuteTokensOut holds %lld elements but a row of "
+                            "tokens %lld", (long long)out_row, (long long)row);
     int64_t num_out = e->attr <= 0 ? e->attr + slots : e->attr;
     num_out = num_out > slots ? slots : num_out < 0 ? 0 : num_out;
     if (out->dims[0] != num_out)

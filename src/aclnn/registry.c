@@ -11,6 +11,19 @@
  * Two balanced trees of libc's tsearch(), under one mutex: objects by
  * address, and blocks of memory ordered as disjoint intervals, which makes
  * "the block holding this address" one lookup.
+ *
+ * Handles are plain pointers, as the vendor's are, so an address is all
+ * that tells one object from another.  Were a freed object's memory handed
+ * straight back to the C library, the next object of its kind would often
+ * get the same address, and a stale handle would name it: a plan that ran
+ * would run (and use up) the next plan.  So freed objects wait in a
+ * quarantine, a FIFO of the last HOST_QUARANTINE freed of each kind, and
+ * their memory goes back only when HOST_QUARANTINE more of that kind have
+ * been freed after them, at aclFinalize(), or when the library is unloaded
+ * or the process exits.  Until then no new object can be at that address,
+ * and the handle is refused.  Device memory is not held back: a block may
+ * be gigabytes, and holding freed ones would change how much memory a
+ * program can have.
  */
 #define _XOPEN_SOURCE 700 /* tsearch() and friends */
 
@@ -25,6 +38,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *objects; /* tree of objects, keyed by address */
 static void *blocks;  /* tree of struct block, keyed by interval */
 static host_live live;
+
+/* Per kind, a ring of freed objects: quarantine[k][ring_next[k]] is the
+ * oldest when the ring is full, NULL before. */
+static void *quarantine[HOST_KINDS][HOST_QUARANTINE];
+static size_t ring_next[HOST_KINDS];
 
 struct block {
     const char *start;
@@ -92,6 +110,40 @@ bool registry_take(const void *object, host_kind kind)
     pthread_mutex_unlock(&lock);
     return found;
 }
+
+void registry_retire(void *object, host_kind kind)
+{
+    pthread_mutex_lock(&lock);
+    void *oldest = quarantine[kind][ring_next[kind]];
+    quarantine[kind][ring_next[kind]] = object;
+    ring_next[kind] = (ring_next[kind] + 1) % HOST_QUARANTINE;
+    pthread_mutex_unlock(&lock);
+    free(oldest);
+}
+
+void registry_release(void)
+{
+    pthread_mutex_lock(&lock);
+    for (int k = 0; k < HOST_KINDS; k++) {
+        for (size_t i = 0; i < HOST_QUARANTINE; i++) {
+            free(quarantine[k][i]);
+            quarantine[k][i] = NULL;
+        }
+        ring_next[k] = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+#if defined(__GNUC__)
+/* At exit or when the library is unloaded (a destructor rather than
+ * atexit(), which would call into an unloaded library): a program that
+ * freed all it made then holds nothing of the runtime's, even without
+ * aclFinalize(), and leak checkers see nothing left. */
+__attribute__((destructor)) static void release_at_exit(void)
+{
+    registry_release();
+}
+#endif
 
 bool registry_add_block(void *start, size_t size)
 {

@@ -60,6 +60,8 @@ aclError aclFinalize(void)
     } else {
         finalized = true;
         init_count = 0;
+        /* The runtime's end: what it held back of freed objects goes. */
+        registry_release();
     }
     pthread_mutex_unlock(&init_lock);
     return rc;
@@ -132,7 +134,7 @@ aclError aclrtDestroyStream(aclrtStream stream)
                    "destroyed)", stream);
         return ACL_ERROR_RT_PARAM_INVALID;
     }
-    free(stream);
+    registry_retire(stream, HOST_STREAM);
     return ACL_SUCCESS;
 }
 

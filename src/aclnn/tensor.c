@@ -87,7 +87,7 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor)
                    "destroyed)", (const void *)tensor);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    free((aclTensor *)tensor);
+    registry_retire((aclTensor *)tensor, HOST_TENSOR);
     return ACLNN_SUCCESS;
 }
 
@@ -133,6 +133,6 @@ aclnnStatus aclDestroyIntArray(const aclIntArray *array)
         return ACLNN_ERR_PARAM_INVALID;
     }
     free(array->values);
-    free((aclIntArray *)array);
+    registry_retire((aclIntArray *)array, HOST_INT_ARRAY);
     return ACLNN_SUCCESS;
 }

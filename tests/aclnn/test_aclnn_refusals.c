@@ -55,10 +55,12 @@ static void message_names(const char *want)
 
 static host_live before;
 static aclrtStream stream;
+static size_t tensor_count; /* the device tensors below */
 
 static int setup(void **state)
 {
     (void)state;
+    tensor_count = 0; /* what a failed test left is its own failure, not the next one's */
     host_live_get(&before);
     assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
     while (aclGetRecentErrMsg() != NULL)
@@ -91,7 +93,6 @@ typedef struct dev {
 } dev;
 
 static dev tensors[MAX_TENSORS];
-static size_t tensor_count;
 
 static size_t size_of(aclDataType dt)
 {
@@ -385,6 +386,12 @@ static void test_permute_first_phase_refusals(void **state)
                          T(ACL_INT32, 7)};
     EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "must be [6]");
     free_tensors();
+    /* Both wrong: sortedIndicesOut is checked before the hidden size, as
+     * the device's tiling checks them (moe_token_permute_tiling.cpp:252-268). */
+    bad = (permute_args){T(ACL_INT8, 3, 4), T(ACL_INT32, 3, 2), T(ACL_INT8, 6, 5),
+                         T(ACL_INT32, 7)};
+    EXPECT(permute_plan(&bad, 0, false), ACLNN_ERR_INNER_TILING_ERROR, "must be [6]");
+    free_tensors();
 
     /* A format other than ND. */
     int64_t d[2] = {3, 4};
@@ -405,6 +412,108 @@ static void test_permute_first_phase_refusals(void **state)
     assert_int_equal(aclDestroyTensor(nchw), 0);
     assert_int_equal(aclDestroyTensor(over), 0);
     assert_int_equal(aclrtFree(mem), 0);
+    free_tensors();
+}
+
+/* A tensor over a few bytes of device memory whose view has the given dims
+ * and strides (it may declare many more elements than the memory holds). */
+static aclTensor *strided(aclDataType dt, uint64_t ndim, const int64_t *dims,
+                          const int64_t *strides)
+{
+    assert_true(tensor_count < MAX_TENSORS);
+    dev *d = &tensors[tensor_count++];
+    d->bytes = 8;
+    assert_int_equal(aclrtMalloc(&d->mem, d->bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    assert_int_equal(aclrtMemcpy(d->mem, d->bytes, (char[8]){0}, 8, ACL_MEMCPY_HOST_TO_DEVICE), 0);
+    d->t = aclCreateTensor(dims, ndim, dt, strides, 0, ACL_FORMAT_ND, NULL, 0, d->mem);
+    assert_non_null(d->t);
+    return d->t;
+}
+
+/* A tensor without data whose view has the given dims and strides: the
+ * first phase must refuse what is wrong with it on its metadata alone. */
+static aclTensor *no_data(aclDataType dt, uint64_t ndim, const int64_t *dims,
+                          const int64_t *strides)
+{
+    aclTensor *t = aclCreateTensor(dims, ndim, dt, strides, 0, ACL_FORMAT_ND, NULL, 0, NULL);
+    assert_non_null(t);
+    return t;
+}
+
+/* Extents past what an int64 counts are refused with the value, never
+ * wrapped: the end of a view whose last element is element 2^63 - 1, and a
+ * row of MoeTokenPermute's tokens or output of more than 2^63 - 1 elements
+ * (two such rows must not pass as equal). */
+static void test_extents_past_int64_are_refused(void **state)
+{
+    (void)state;
+    int64_t dims[2] = {2, 1}, far[2] = {INT64_MAX, 0};
+    aclTensor *x = no_data(ACL_INT8, 2, dims, far);
+    permute_args a = {x, T(ACL_INT32, 2), T(ACL_INT8, 2, 1), T(ACL_INT32, 2)};
+    EXPECT(permute_plan(&a, 0, false), ACLNN_ERR_PARAM_INVALID,
+           "tokens: its last element is element 9223372036854775807");
+    assert_int_equal(aclDestroyTensor(x), 0);
+    free_tensors();
+
+    int64_t wide[3] = {1, INT64_C(1) << 32, INT64_C(1) << 32}, zero[3] = {0, 0, 0};
+    aclTensor *wx = no_data(ACL_INT8, 3, wide, zero), *wout = no_data(ACL_INT8, 3, wide, zero);
+    a = (permute_args){wx, T(ACL_INT32, 1), wout, T(ACL_INT32, 1)};
+    EXPECT(permute_plan(&a, 0, false), ACLNN_ERR_PARAM_INVALID,
+           "a row of tokens holds more than 2^63 - 1 elements: dims[2] = 4294967296");
+    a.x = T(ACL_INT8, 1, 4);
+    EXPECT(permute_plan(&a, 0, false), ACLNN_ERR_PARAM_INVALID,
+           "a row of permuteTokensOut holds more than 2^63 - 1 elements: dims[2] = 4294967296");
+    assert_int_equal(aclDestroyTensor(wx), 0);
+    assert_int_equal(aclDestroyTensor(wout), 0);
+    free_tensors();
+
+    /* Storage dims whose product passes 2^63 - 1. */
+    int64_t huge[2] = {INT64_C(1) << 62, 4};
+    void *mem;
+    assert_int_equal(aclrtMalloc(&mem, 64, ACL_MEM_MALLOC_HUGE_FIRST), 0);
+    aclTensor *sx = aclCreateTensor((int64_t[]){3, 4}, 2, ACL_BF16, NULL, 0, ACL_FORMAT_ND, huge,
+                                    2, mem);
+    a = permute_tensors(ACL_BF16, ACL_INT32);
+    a.x = sx;
+    EXPECT(permute_plan(&a, 0, false), ACLNN_ERR_PARAM_INVALID,
+           "storageDims hold more than 2^63 - 1 elements: storageDims[1] = 4");
+    assert_int_equal(aclDestroyTensor(sx), 0);
+    assert_int_equal(aclrtFree(mem), 0);
+    free_tensors();
+}
+
+/* The first phase's placeholder for the indices is never larger than the
+ * memory the program holds for them: a sorted_indices view of 2^40 entries
+ * (MoeTokenUnpermute reads only tokens x top_k of them) over one int32, or
+ * over memory that is not the device's, costs nothing. */
+static void test_first_phase_allocates_no_more_than_the_indices_hold(void **state)
+{
+    (void)state;
+    uint64_t ws;
+    aclOpExecutor *ex;
+    int64_t many[1] = {INT64_C(1) << 40}, zero[1] = {0};
+    aclTensor *x = T(ACL_FLOAT, 2, 2), *ix = strided(ACL_INT32, 1, many, zero),
+              *probs = T(ACL_FLOAT, 1, 2), *out = T(ACL_FLOAT, 1, 2);
+    float rows[4] = {1, 2, 3, 4}, p[2] = {0.5f, 0.25f}, result[2];
+    upload(x, rows, sizeof rows);
+    upload(probs, p, sizeof p);
+    assert_int_equal(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, ix, probs, false, NULL, out, &ws,
+                                                            &ex),
+                     ACLNN_SUCCESS);
+    assert_int_equal(aclnnMoeTokenUnpermute(NULL, ws, ex, stream), ACLNN_SUCCESS);
+    download(out, result);
+    float want[2] = {0.5f * 1 + 0.25f * 1, 0.5f * 2 + 0.25f * 2}; /* both slots name row 0 */
+    assert_memory_equal(result, want, sizeof want);
+
+    static int32_t host[4];
+    aclTensor *on_host = aclCreateTensor(many, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, NULL, 0,
+                                         host);
+    assert_int_equal(aclnnMoeTokenUnpermuteGetWorkspaceSize(x, on_host, probs, false, NULL, out,
+                                                            &ws, &ex),
+                     ACLNN_SUCCESS);
+    EXPECT(aclnnMoeTokenUnpermute(NULL, ws, ex, stream), ACLNN_ERR_PARAM_INVALID,
+           "not inside device memory");
+    assert_int_equal(aclDestroyTensor(on_host), 0);
     free_tensors();
 }
 
@@ -609,6 +718,61 @@ static void test_second_phase_needs_device_memory_a_live_plan_and_stream(void **
     free_tensors();
 }
 
+/* A handle freed is refused even when a new object of its kind follows at
+ * once, which the C library would place at the freed address: a plan that
+ * ran must not run (and so consume) the next plan, a destroyed stream or
+ * tensor must not be a live one again. */
+static void test_stale_handles_stay_refused_when_new_objects_follow(void **state)
+{
+    (void)state;
+    uint64_t ws;
+    aclTensor *g = T(ACL_FLOAT, 2, 2), *ix = T(ACL_INT32, 2), *out = T(ACL_FLOAT, 2, 2);
+    int32_t idx[2] = {1, 0};
+    upload(ix, idx, sizeof idx);
+    for (int i = 0; i < 64; i++) {
+        aclOpExecutor *used, *fresh;
+        assert_int_equal(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, ix, 1, false, out, &ws,
+                                                                  &used),
+                         0);
+        assert_int_equal(aclnnMoeTokenPermuteGrad(NULL, ws, used, stream), ACLNN_SUCCESS);
+        assert_int_equal(aclnnMoeTokenPermuteGradGetWorkspaceSize(g, ix, 1, false, out, &ws,
+                                                                  &fresh),
+                         0);
+        EXPECT(aclnnMoeTokenPermuteGrad(NULL, ws, used, stream), ACLNN_ERR_PARAM_INVALID,
+               "runs once");
+        assert_int_equal(aclnnMoeTokenPermuteGrad(NULL, ws, fresh, stream), ACLNN_SUCCESS);
+    }
+
+    /* Streams: none of the last HOST_QUARANTINE - 1 destroyed is handed
+     * out again (docs/aclnn-host.md states the bound), and the oldest of
+     * them is still refused. */
+    enum { KEPT = HOST_QUARANTINE - 1 };
+    static aclrtStream gone[KEPT]; /* the last destroyed, a ring */
+    for (size_t i = 0; i < 2 * HOST_QUARANTINE; i++) {
+        aclrtStream s;
+        assert_int_equal(aclrtCreateStream(&s), ACL_SUCCESS);
+        for (size_t j = 0; j < (i < KEPT ? i : KEPT); j++)
+            if (gone[j] == s)
+                fail_msg("stream %zu is at the address of one of the last %d destroyed", i,
+                         KEPT);
+        assert_int_equal(aclrtDestroyStream(s), ACL_SUCCESS);
+        gone[i % KEPT] = s;
+        EXPECT(aclrtSynchronizeStream(gone[i < KEPT ? 0 : (i + 1) % KEPT]),
+               ACL_ERROR_RT_PARAM_INVALID, "not a stream");
+    }
+
+    /* Tensors: destroying one twice, a new one made in between. */
+    for (int i = 0; i < 64; i++) {
+        int64_t d[1] = {2};
+        aclTensor *old = aclCreateTensor(d, 1, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d, 1, NULL);
+        assert_int_equal(aclDestroyTensor(old), ACLNN_SUCCESS);
+        aclTensor *now = aclCreateTensor(d, 1, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, d, 1, NULL);
+        EXPECT(aclDestroyTensor(old), ACLNN_ERR_PARAM_INVALID, "not a tensor");
+        assert_int_equal(aclDestroyTensor(now), ACLNN_SUCCESS);
+    }
+    free_tensors();
+}
+
 /* Run alone, with MOEPERM_ACLNN_CHIP naming no chip (the variable is read
  * once per process): the runtime refuses to start, names no chip, and
  * MoeTokenUnpermuteGrad, whose result depends on the chip, plans nothing. */
@@ -650,12 +814,15 @@ int main(int argc, char **argv)
         TEST(test_tensors_and_int_arrays_refuse_what_they_cannot_hold),
         TEST(test_error_message_is_per_thread_and_read_once),
         TEST(test_permute_first_phase_refusals),
+        TEST(test_extents_past_int64_are_refused),
+        TEST(test_first_phase_allocates_no_more_than_the_indices_hold),
         TEST(test_empty_outputs_are_a_success_that_runs_nothing),
         TEST(test_unpermute_and_permute_grad_first_phase_refusals),
         TEST(test_unpermute_grad_first_phase_refusals),
         TEST(test_first_phase_reads_no_data),
         TEST(test_second_phase_refuses_bad_indices_and_leaves_outputs),
         TEST(test_second_phase_needs_device_memory_a_live_plan_and_stream),
+        TEST(test_stale_handles_stay_refused_when_new_objects_follow),
 #undef TEST
     };
     assert_int_equal(aclInit(NULL), ACL_SUCCESS);

@@ -112,9 +112,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
                                          aclrtMemcpyKind kind);
 
 /* aclrtCreateStream() makes a stream; ACL_ERROR_INVALID_PARAM for a NULL
- * out-pointer.  aclrtDestroyStream() frees one: ACL_ERROR_INVALID_PARAM
- * for NULL, ACL_ERROR_RT_PARAM_INVALID for a handle that is not a live
- * stream. */
+ * out-pointer, ACL_ERROR_RT_NO_STREAM_RESOURCE when host memory runs out
+ * (the device's code when it has no stream left).  aclrtDestroyStream()
+ * frees one: ACL_ERROR_INVALID_PARAM for NULL, ACL_ERROR_RT_PARAM_INVALID
+ * for a handle that is not a live stream. */
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 
