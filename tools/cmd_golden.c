@@ -7,6 +7,7 @@
  * relative to the case directory so it stays true wherever the corpus
  * lives.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +32,8 @@ static void usage(FILE *to)
             "  --suite NAME ...   suites to write; takes one or more names (--suite a b)\n"
             "                     and may be repeated (--suite a --suite b)\n"
             "  --seed N           base seed (default %d)\n"
-            "  --force            replace existing cases (only cases)\n"
+            "  --force            replace existing cases (only cases) and a README.md\n"
+            "                     moeperm wrote (only that)\n"
             "  --list             list the built-in suites and exit\n"
             "A custom case:\n"
             "  --op OP            MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
@@ -115,38 +117,81 @@ static void free_jobs(job *jobs, size_t n)
     free(jobs);
 }
 
+/* Whether readme_path, which exists, is a README.md moeperm wrote: a
+ * regular file whose first line is readme's.  false after a sentence in
+ * err when it is not. */
+static bool readme_is_ours(const char *readme_path, const char *readme, char *err, size_t len)
+{
+    struct stat st = {0};
+    if (lstat(readme_path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, len, "%s is %s, not a README.md moeperm wrote; --force replaces only "
+                 "that, so nothing was changed", readme_path,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                                                                               : "not a regular file");
+        return false;
+    }
+    size_t first = strcspn(readme, "\n") + 1; /* the generated first line, with its newline */
+    char line[256] = "";
+    FILE *f = fopen(readme_path, "rb");
+    size_t got = f ? fread(line, 1, first < sizeof line ? first : sizeof line - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (!f) {
+        snprintf(err, len, "cannot read %s to check that moeperm wrote it: %s", readme_path,
+                 strerror(errno));
+        return false;
+    }
+    if (got != first || memcmp(line, readme, first) != 0) {
+        snprintf(err, len, "%s does not begin with the line moeperm writes (\"%.*s\"), so it "
+                 "is not one moeperm wrote; --force replaces only that, so nothing was changed",
+                 readme_path, (int)(first - 1), readme);
+        return false;
+    }
+    return true;
+}
+
 /* Writes the cases of jobs, then (when readme_path is not NULL) readme
  * as the listing beside them. */
 static int write_jobs(job *jobs, size_t n, const char *readme_path, const char *readme,
                       bool force)
 {
-    /* Refuse before any work when a target exists: half a corpus written
-     * and half refused is worse than nothing written. */
-    if (!force) {
-        size_t existing = 0;
-        const char *first = NULL;
-        struct stat st;
-        for (size_t i = 0; i < n; i++)
-            if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
-                first = jobs[i].path;
-        if (readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
-            first = readme_path;
-        if (existing) {
-            if (existing == 1)
-                fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
-                        first);
-            else
-                fprintf(stderr,
-                        "moeperm golden: %s and %zu more cases already exist; pass --force to "
-                        "replace them\n",
-                        first, existing - 1);
+    /* Refuse before any work when a target cannot be written, with or
+     * without --force: half a corpus written and half refused is worse
+     * than nothing written. */
+    size_t existing = 0;
+    const char *first = NULL;
+    struct stat st;
+    char err[1024];
+    for (size_t i = 0; !force && i < n; i++)
+        if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
+            first = jobs[i].path;
+    if (!force && readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
+        first = readme_path;
+    if (existing) {
+        if (existing == 1)
+            fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
+                    first);
+        else
+            fprintf(stderr,
+                    "moeperm golden: %s and %zu more cases already exist; pass --force to "
+                    "replace them\n",
+                    first, existing - 1);
+        return EXIT_BAD_INPUT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (moeperm_golden_case_target_check(jobs[i].path, force, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm golden: %s\n", err);
             return EXIT_BAD_INPUT;
         }
+    }
+    if (readme_path && lstat(readme_path, &st) == 0 &&
+        !readme_is_ours(readme_path, readme, err, sizeof err)) {
+        fprintf(stderr, "moeperm golden: %s\n", err);
+        return EXIT_BAD_INPUT;
     }
     bool progress = isatty(2);
     bool shown = false;
     double start = cli_now();
-    char err[1024];
     for (size_t i = 0; i < n; i++) {
         err[0] = '\0';
         int rc = moeperm_golden_generate_write(&jobs[i].spec, jobs[i].command, jobs[i].path, force, err,
