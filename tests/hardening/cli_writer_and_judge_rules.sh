@@ -5,7 +5,16 @@
 #     (and README.md) before it writes any: a target --force may not
 #     replace leaves the corpus untouched;
 #   - golden --force replaces a README.md only when moeperm wrote it (its
-#     first line), never the user's own file or a symbolic link.
+#     first line), never the user's own file or a symbolic link;
+#   - an outputs directory holding both <output>.bin and <output>.npy is
+#     refused by check, compare and run --out DIR/, naming both;
+#   - compare calls absent what check calls absent (exit 1) and a link to
+#     nothing or a path that cannot be looked for bad input (exit 2);
+#   - compare reads the directory form whenever PATH is a directory (what
+#     run --out DIR/ writes for a case of one output);
+#   - compare --json writes its document when the case itself is bad;
+#   - the case's own golden outputs, however spelled, are refused as the
+#     outputs to judge (they would always pass).
 set -u
 moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-rules.XXXXXX")
@@ -24,9 +33,11 @@ expect() {
     rc=$?
     [ "$rc" -eq "$want" ] || fail "$what: status $rc, expected $want (stderr: $(cat "$work/err"))"
 }
-# says WHAT TEXT: stderr of the last command contains TEXT.
+# says WHAT TEXT: the last command's stderr or stdout (check's case
+# lines) contains TEXT.
 says() {
-    grep -qF -- "$2" "$work/err" || fail "$1: stderr does not say '$2': $(cat "$work/err")"
+    cat "$work/err" "$work/out" | grep -qF -- "$2" ||
+        fail "$1: the command does not say '$2': $(cat "$work/err")"
 }
 # snapshot DIR: a listing of every file under DIR with its checksum.
 snapshot() {
@@ -63,6 +74,42 @@ expect 2 "golden --force over a README.md link" "$moeperm" golden --out "$r" --f
 says "golden --force, README link" "is a symbolic link, not a README.md moeperm wrote"
 [ -L "$r/README.md" ] && [ "$(cat "$work/target")" = target ] ||
     fail "golden --force replaced a README.md link"
+
+# --- outputs: .bin and .npy, absent, directories, the golden files ------------
+o=$work/o
+"$moeperm" golden --out "$o" --tokens 4 --top-k 2 --hidden 8 --dtype bf16 --name w >/dev/null ||
+    fail "cannot generate the case w"
+w=$o/w
+expect 0 "run --out DIR/ for a case of one output" "$moeperm" run "$w" --out "$work/sd/"
+expect 0 "compare CASE DIR/ (what run --out DIR/ wrote)" "$moeperm" compare "$w" "$work/sd/"
+expect 0 "compare CASE DIR (a directory without the slash)" "$moeperm" compare "$w" "$work/sd"
+cp "$work/sd/input_grad.bin" "$work/sd/input_grad.npy"
+for cmd in "compare $w $work/sd" "check $w --outputs $work/sd" "run $w --out $work/sd/"; do
+    # shellcheck disable=SC2086
+    expect 2 "$cmd with both .bin and .npy" "$moeperm" $cmd
+    says "$cmd, both" "both $work/sd/input_grad.bin and $work/sd/input_grad.npy exist"
+done
+rm "$work/sd/input_grad.npy"
+mkdir -p "$work/f"
+ln -s "$work/nowhere" "$work/f/dangling.bin"
+expect 2 "compare, a link to nothing" "$moeperm" compare "$w" "$work/f/dangling.bin"
+says "compare, a link to nothing" "is a symbolic link to $work/nowhere, which does not exist"
+expect 1 "compare, an absent file" "$moeperm" compare "$w" "$work/f/absent.bin"
+says "compare, an absent file" "no output file $work/f/absent.bin"
+echo x >"$work/f/plain"
+expect 2 "compare, a path below a file" "$moeperm" compare "$w" "$work/f/plain/x.bin"
+says "compare, a path below a file" "cannot look for the output $work/f/plain/x.bin"
+expect 2 "compare --json on a bad case" "$moeperm" compare "$work/no-case" "$work/sd" \
+    --json "$work/bad.json"
+grep -q '"error_kind": "bad-input"' "$work/bad.json" 2>/dev/null ||
+    fail "compare --json wrote no bad-input document for a bad case"
+ln -s "$w/input_grad.bin" "$work/f/golden-link.bin"
+for args in "compare $w $w/input_grad.bin" "compare $w $work/f/golden-link.bin" \
+    "compare $w $w" "check $w --outputs $w"; do
+    # shellcheck disable=SC2086
+    expect 2 "$args (the golden output itself)" "$moeperm" $args
+    says "$args" "is the case's own golden file"
+done
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
