@@ -14,7 +14,9 @@
 #     run --out DIR/ writes for a case of one output);
 #   - compare --json writes its document when the case itself is bad;
 #   - the case's own golden outputs, however spelled, are refused as the
-#     outputs to judge (they would always pass).
+#     outputs to judge (they would always pass);
+#   - no output (a report, run --out) is named case.json: it would make
+#     its directory a case and break the corpus for the next check.
 set -u
 moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-rules.XXXXXX")
@@ -110,6 +112,16 @@ for args in "compare $w $w/input_grad.bin" "compare $w $work/f/golden-link.bin" 
     expect 2 "$args (the golden output itself)" "$moeperm" $args
     says "$args" "is the case's own golden file"
 done
+
+# --- reports named case.json or inside a case -----------------------------------
+for args in "check $g --json $g/tokens/case.json" "check $g --junit $work/case.json" \
+    "compare $w $work/sd --html $work/f/case.json" "run $w --out $work/f/case.json"; do
+    # shellcheck disable=SC2086
+    expect 2 "$args" "$moeperm" $args
+    says "$args" "is named case.json"
+done
+[ -e "$g/tokens/case.json" ] && fail "check --json wrote a case.json into the judged tree"
+expect 0 "check of the tree after the refusals" "$moeperm" check "$g"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
