@@ -67,7 +67,8 @@ static void usage(FILE *to)
             "  --hot P            routed: percent of picks among the hot eighth (default 50)\n"
             "  --values KIND      value kind (default normal): %s\n"
             "  --routing ROUTING  (default routed): %s\n"
-            "  --name NAME        the case directory's name (default from the options)\n",
+            "  --name NAME        the case directory's name (default from the options)\n"
+            "An attribute option of another operator than --op's is refused.\n",
             MOEPERM_GOLDEN_DEFAULT_SEED, moeperm_chip_names(), (long long)MOEPERM_CHIP_A2_UB_BYTES,
             (long long)MOEPERM_CHIP_A2_VECTOR_CORES, moeperm_golden_values_names(),
             moeperm_golden_routing_names());
@@ -271,9 +272,29 @@ int cmd_golden(int argc, char **argv)
     int64_t num_out = 0, ub_bytes = 0, vector_cores = 0;
     moeperm_golden_spec spec = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
     bool no_probs = false;
+    /* The attribute options of one operator or two: given for another,
+     * they would change nothing and leave no trace, so they are refused
+     * (as make-case refuses them). */
+    enum { P = 1u << MOEPERM_OP_PERMUTE, U = 1u << MOEPERM_OP_UNPERMUTE,
+           UG = 1u << MOEPERM_OP_UNPERMUTE_GRAD };
+    struct {
+        int opt;
+        const char *flag;
+        unsigned ops;
+        bool given;
+    } attrs[] = {
+        {O_NUM_OUT, "--num-out-tokens", P, false},  {O_INDEX_DTYPE, "--index-dtype", P, false},
+        {O_SENTINELS, "--sentinels", P, false},     {O_HIDDEN_OUTER, "--hidden-outer", P, false},
+        {O_PROBS_DTYPE, "--probs-dtype", U | UG, false}, {O_NO_PROBS, "--no-probs", U | UG, false},
+        {O_PROBS_VALUES, "--probs-values", U | UG, false}, {O_UB_BYTES, "--ub-bytes", UG, false},
+        {O_VECTOR_CORES, "--vector-cores", UG, false}, /* --chip: the spec's own check */
+    };
+    const size_t attr_count = sizeof attrs / sizeof attrs[0];
     int opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
+        for (size_t i = 0; i < attr_count; i++)
+            attrs[i].given = attrs[i].given || attrs[i].opt == opt;
         switch (opt) {
         case O_OUT:
             out = optarg;
@@ -484,6 +505,14 @@ int cmd_golden(int argc, char **argv)
         }
         if (!spec.op)
             spec.op = MOEPERM_OP_PERMUTE_GRAD;
+        for (size_t i = 0; i < attr_count; i++) {
+            if (attrs[i].given && !(attrs[i].ops & 1u << spec.op)) {
+                fprintf(stderr, "moeperm golden: %s is not an option of %s, which has no such "
+                                "attribute (see --help)\n", attrs[i].flag,
+                        moeperm_op_name(spec.op));
+                return EXIT_BAD_INPUT;
+            }
+        }
         spec.has_probs = !no_probs && (spec.op == MOEPERM_OP_UNPERMUTE ||
                                        spec.op == MOEPERM_OP_UNPERMUTE_GRAD);
         if (!have_probs_dtype)

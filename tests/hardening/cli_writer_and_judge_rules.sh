@@ -16,7 +16,8 @@
 #   - the case's own golden outputs, however spelled, are refused as the
 #     outputs to judge (they would always pass);
 #   - no output (a report, run --out) is named case.json: it would make
-#     its directory a case and break the corpus for the next check.
+#     its directory a case and break the corpus for the next check;
+#   - golden refuses an attribute option of another operator than --op's.
 set -u
 moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-rules.XXXXXX")
@@ -122,6 +123,19 @@ for args in "check $g --json $g/tokens/case.json" "check $g --junit $work/case.j
 done
 [ -e "$g/tokens/case.json" ] && fail "check --json wrote a case.json into the judged tree"
 expect 0 "check of the tree after the refusals" "$moeperm" check "$g"
+
+# --- golden: options of another operator ----------------------------------------
+for opt in "--num-out-tokens 3" "--index-dtype int64" "--sentinels" "--probs-dtype bf16" \
+    "--no-probs" "--probs-values normal" "--ub-bytes 196352" "--vector-cores 4"; do
+    # shellcheck disable=SC2086
+    expect 2 "golden (MoeTokenPermuteGrad) $opt" "$moeperm" golden --out "$work/g8" \
+        --tokens 4 --top-k 2 --hidden 8 --dtype bf16 $opt
+    says "golden $opt" "${opt%% *} is not an option of MoeTokenPermuteGrad"
+done
+expect 2 "golden --op permute --no-probs" "$moeperm" golden --out "$work/g8" --op permute \
+    --tokens 4 --top-k 2 --hidden 8 --dtype bf16 --no-probs
+says "golden --op permute --no-probs" "--no-probs is not an option of MoeTokenPermute"
+[ -e "$work/g8" ] && fail "golden wrote a case with another operator's option"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
