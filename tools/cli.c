@@ -247,9 +247,18 @@ bool cli_output_path(const char *cmd, const char *flag, const char *path,
         ok = not_a_case_file(cmd, flag, path, base, have_out, &out_st, &dir_st, case_dirs[i]);
     char *manifest = cli_format("%s/case.json", dir);
     struct stat manifest_st;
-    if (ok && manifest && lstat(manifest, &manifest_st) == 0)
+    bool in_a_case = manifest && lstat(manifest, &manifest_st) == 0;
+    if (ok && in_a_case)
         ok = not_a_case_file(cmd, flag, path, base, have_out, &out_st, &dir_st, dir);
     free(manifest);
+    /* A file named case.json makes its directory a case to every command
+     * that finds cases (check would then judge a tree it cannot read). */
+    if (ok && strcmp(base, "case.json") == 0) {
+        fprintf(stderr, "moeperm %s: %s \"%s\" is named case.json, which would make %s a "
+                "golden case to every command that finds cases; name it otherwise\n", cmd,
+                flag, path, dir);
+        ok = false;
+    }
     /* The outputs the command judges: a report written over one would be
      * judged, or read, in its place. */
     for (size_t i = 0; ok && i < read_count; i++) {

@@ -48,7 +48,9 @@ bool cli_chip(const char *cmd, const char *name, moeperm_chip *chip);
  *     directory;
  *   - one of the read_count files in reads: the outputs the command
  *     judges (compare's PATH, the files below check --outputs), compared
- *     the same two ways.
+ *     the same two ways;
+ *   - a file named case.json anywhere (it would make its directory a
+ *     case).
  * Returns false after printing the message.  Not thread safe.
  */
 bool cli_output_path(const char *cmd, const char *flag, const char *path,

@@ -190,15 +190,14 @@ static enum outcome read_outputs(const moeperm_golden_case *c, case_outputs *o, 
                                  char *err, size_t err_len)
 {
     for (size_t i = 0; i < o->count; i++) {
-        char *path = case_output_path(o, i, dir, true);
-        if (!path) {
-            snprintf(err, err_len, "out of memory");
-            return BACKEND_FAILED;
-        }
+        char *path;
+        int got = case_output_path(o, i, dir, true, &path, err, err_len);
+        if (got != 0)
+            return got == -1 ? BAD_INPUT : BACKEND_FAILED;
         free(o->data[i]);
         o->data[i] = NULL;
         int absent = case_output_absent(path, err, err_len);
-        if (absent < 0) {
+        if (absent < 0 || (absent == 0 && case_output_is_golden(c, path, err, err_len))) {
             free(path);
             return BAD_INPUT;
         }

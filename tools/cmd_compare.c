@@ -2,13 +2,15 @@
  * cmd_compare.c - `moeperm compare CASE_DIR PATH`: judges outputs produced
  * anywhere (a device run, another framework, a harness) against the case's
  * golden ones, bit for bit, and prints where the differences lie.  PATH is
- * the output file when the case has one output, else a directory holding
- * <output>.bin or <output>.npy for each.
+ * the output file when the case has one output and PATH is not a
+ * directory (nor ends in '/'), else a directory holding <output>.bin or
+ * <output>.npy for each.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -20,8 +22,9 @@ static void usage(FILE *to)
     fprintf(to, "usage: moeperm compare CASE_DIR PATH [--max-ulp N] [--json FILE] [--html FILE]\n"
                 "                       [--strict-nan]\n"
                 "  compare outputs with the case's golden ones, bit for bit: PATH is the\n"
-                "  output file (raw or .npy) when the case has one output, else a\n"
-                "  directory holding <output>.bin or <output>.npy for each; a mismatch\n"
+                "  output file (raw or .npy) when the case has one output and PATH is\n"
+                "  not a directory, else a directory holding <output>.bin or\n"
+                "  <output>.npy for each (not both; not the case's own files); a mismatch\n"
                 "  report leads with the diagnosis (docs/judging.md)\n"
                 "  --max-ulp N    accept elements within N ulp (default 0: bit-exact);\n"
                 "                 the verdict then says \"within N ulp, not bit-exact\"\n"
@@ -85,9 +88,16 @@ int cmd_compare(int argc, char **argv)
     const char *case_dir = argv[optind], *path = argv[optind + 1];
     const char *report_flags[] = {"--json", "--html"};
     const char *report_paths[] = {json_path, html_path};
+    /* PATH names a directory (it is one, or ends in '/'): the directory
+     * form, <output>.bin or .npy inside, whatever the number of outputs
+     * (what run --out DIR/ writes). */
+    size_t path_len = strlen(path);
+    struct stat st;
+    bool path_is_dir = (path_len > 0 && path[path_len - 1] == '/') ||
+                       (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     char **reads = NULL;
     size_t read_count = 0;
-    if (case_output_files(case_dir, path, false, &reads, &read_count) != 0) {
+    if (case_output_files(case_dir, path, path_is_dir, &reads, &read_count) != 0) {
         fprintf(stderr, "moeperm compare: out of memory\n");
         moeperm_golden_free_paths(reads, read_count);
         return EXIT_BACKEND;
@@ -103,27 +113,39 @@ int cmd_compare(int argc, char **argv)
         return EXIT_BAD_INPUT;
     char err[1024] = "";
     moeperm_golden_case c;
-    if (moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, sizeof err) != 0) {
-        fprintf(stderr, "moeperm compare: %s\n", err);
-        return EXIT_BAD_INPUT;
-    }
     case_outputs actual;
     memset(&actual, 0, sizeof actual);
     int rc = EXIT_OK;
     moeperm_golden_failure failure = MOEPERM_GOLDEN_FAILURE_BACKEND;
-    bool dir = case_output_count(&c) > 1;
-    for (size_t i = 0; i < c.tensor_count && rc == EXIT_OK; i++) {
+    /* A case that cannot be read is bad input, and the reports still say
+     * so (as check's do). */
+    bool have_case =
+        moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_ALL, &c, err, sizeof err) == 0;
+    if (!have_case) {
+        fprintf(stderr, "moeperm compare: %s\n", err);
+        failure = MOEPERM_GOLDEN_FAILURE_BAD_INPUT;
+        rc = EXIT_BAD_INPUT;
+    }
+    bool dir = have_case && (path_is_dir || case_output_count(&c) > 1);
+    for (size_t i = 0; have_case && i < c.tensor_count && rc == EXIT_OK; i++) {
         const moeperm_golden_tensor *t = &c.tensors[i];
         if (t->role != MOEPERM_GOLDEN_ROLE_OUTPUT)
             continue;
         actual.like[actual.count] = t;
-        char *file = case_output_path(&actual, actual.count, path, dir);
-        if (!file) {
-            fprintf(stderr, "moeperm compare: out of memory\n");
+        char *file = NULL;
+        int got = case_output_path(&actual, actual.count, path, dir, &file, err, sizeof err);
+        /* Absent is missing, as in moeperm check (a mismatch: the harness
+         * wrote no output); what cannot be looked for, a link to nothing,
+         * and the golden file itself are bad input. */
+        int absent = got == 0 ? case_output_absent(file, err, sizeof err) : -1;
+        if (got == -2) {
+            fprintf(stderr, "moeperm compare: %s\n", err);
             rc = EXIT_BACKEND;
-        } else if (access(file, F_OK) != 0) {
-            /* an output the harness did not write fails the case, as in
-             * moeperm check: a mismatch, not bad input */
+        } else if (absent < 0 || (absent == 0 && case_output_is_golden(&c, file, err, sizeof err))) {
+            fprintf(stderr, "moeperm compare: %s\n", err);
+            failure = MOEPERM_GOLDEN_FAILURE_BAD_INPUT;
+            rc = EXIT_BAD_INPUT;
+        } else if (absent > 0) {
             snprintf(err, sizeof err, "no output file %s: the harness wrote no %s", file,
                      t->name);
             fprintf(stderr, "moeperm compare: %s\n", err);
@@ -163,7 +185,8 @@ int cmd_compare(int argc, char **argv)
         /* The document is written whatever the verdict: an error case says
          * why in it. */
         moeperm_golden_json_report *report = moeperm_golden_json_report_new();
-        bool ok = report && moeperm_golden_json_report_add_case(report, case_dir, moeperm_op_name(c.op)) == 0;
+        bool ok = report && moeperm_golden_json_report_add_case(
+                                report, case_dir, have_case ? moeperm_op_name(c.op) : NULL) == 0;
         if (ok && j)
             ok = moeperm_golden_json_report_add_judgement(report, j) == 0;
         else if (ok)
@@ -177,7 +200,8 @@ int cmd_compare(int argc, char **argv)
     }
     if (html_path) {
         moeperm_golden_html_report *page = moeperm_golden_html_report_new("moeperm compare");
-        bool ok = page && moeperm_golden_html_report_add_case(page, case_dir, moeperm_op_name(c.op)) == 0;
+        bool ok = page && moeperm_golden_html_report_add_case(
+                              page, case_dir, have_case ? moeperm_op_name(c.op) : NULL) == 0;
         if (ok && j)
             ok = moeperm_golden_html_report_add_judgement(page, &c, actual.data, &judging, j) == 0;
         else if (ok)
@@ -191,6 +215,7 @@ int cmd_compare(int argc, char **argv)
     }
     moeperm_golden_judgement_free(j);
     case_outputs_free(&actual);
-    moeperm_golden_case_free(&c);
+    if (have_case)
+        moeperm_golden_case_free(&c);
     return rc;
 }

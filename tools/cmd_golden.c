@@ -7,6 +7,7 @@
  * relative to the case directory so it stays true wherever the corpus
  * lives.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +32,8 @@ static void usage(FILE *to)
             "  --suite NAME ...   suites to write; takes one or more names (--suite a b)\n"
             "                     and may be repeated (--suite a --suite b)\n"
             "  --seed N           base seed (default %d)\n"
-            "  --force            replace existing cases (only cases)\n"
+            "  --force            replace existing cases (only cases) and a README.md\n"
+            "                     moeperm wrote (only that)\n"
             "  --list             list the built-in suites and exit\n"
             "A custom case:\n"
             "  --op OP            MoeTokenPermuteGrad (default), MoeTokenPermute,\n"
@@ -65,7 +67,8 @@ static void usage(FILE *to)
             "  --hot P            routed: percent of picks among the hot eighth (default 50)\n"
             "  --values KIND      value kind (default normal): %s\n"
             "  --routing ROUTING  (default routed): %s\n"
-            "  --name NAME        the case directory's name (default from the options)\n",
+            "  --name NAME        the case directory's name (default from the options)\n"
+            "An attribute option of another operator than --op's is refused.\n",
             MOEPERM_GOLDEN_DEFAULT_SEED, moeperm_chip_names(), (long long)MOEPERM_CHIP_A2_UB_BYTES,
             (long long)MOEPERM_CHIP_A2_VECTOR_CORES, moeperm_golden_values_names(),
             moeperm_golden_routing_names());
@@ -115,38 +118,81 @@ static void free_jobs(job *jobs, size_t n)
     free(jobs);
 }
 
+/* Whether readme_path, which exists, is a README.md moeperm wrote: a
+ * regular file whose first line is readme's.  false after a sentence in
+ * err when it is not. */
+static bool readme_is_ours(const char *readme_path, const char *readme, char *err, size_t len)
+{
+    struct stat st = {0};
+    if (lstat(readme_path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, len, "%s is %s, not a README.md moeperm wrote; --force replaces only "
+                 "that, so nothing was changed", readme_path,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                                                                               : "not a regular file");
+        return false;
+    }
+    size_t first = strcspn(readme, "\n") + 1; /* the generated first line, with its newline */
+    char line[256] = "";
+    FILE *f = fopen(readme_path, "rb");
+    size_t got = f ? fread(line, 1, first < sizeof line ? first : sizeof line - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (!f) {
+        snprintf(err, len, "cannot read %s to check that moeperm wrote it: %s", readme_path,
+                 strerror(errno));
+        return false;
+    }
+    if (got != first || memcmp(line, readme, first) != 0) {
+        snprintf(err, len, "%s does not begin with the line moeperm writes (\"%.*s\"), so it "
+                 "is not one moeperm wrote; --force replaces only that, so nothing was changed",
+                 readme_path, (int)(first - 1), readme);
+        return false;
+    }
+    return true;
+}
+
 /* Writes the cases of jobs, then (when readme_path is not NULL) readme
  * as the listing beside them. */
 static int write_jobs(job *jobs, size_t n, const char *readme_path, const char *readme,
                       bool force)
 {
-    /* Refuse before any work when a target exists: half a corpus written
-     * and half refused is worse than nothing written. */
-    if (!force) {
-        size_t existing = 0;
-        const char *first = NULL;
-        struct stat st;
-        for (size_t i = 0; i < n; i++)
-            if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
-                first = jobs[i].path;
-        if (readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
-            first = readme_path;
-        if (existing) {
-            if (existing == 1)
-                fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
-                        first);
-            else
-                fprintf(stderr,
-                        "moeperm golden: %s and %zu more cases already exist; pass --force to "
-                        "replace them\n",
-                        first, existing - 1);
+    /* Refuse before any work when a target cannot be written, with or
+     * without --force: half a corpus written and half refused is worse
+     * than nothing written. */
+    size_t existing = 0;
+    const char *first = NULL;
+    struct stat st;
+    char err[1024];
+    for (size_t i = 0; !force && i < n; i++)
+        if (lstat(jobs[i].path, &st) == 0 && existing++ == 0)
+            first = jobs[i].path;
+    if (!force && readme_path && lstat(readme_path, &st) == 0 && existing++ == 0)
+        first = readme_path;
+    if (existing) {
+        if (existing == 1)
+            fprintf(stderr, "moeperm golden: %s already exists; pass --force to replace it\n",
+                    first);
+        else
+            fprintf(stderr,
+                    "moeperm golden: %s and %zu more cases already exist; pass --force to "
+                    "replace them\n",
+                    first, existing - 1);
+        return EXIT_BAD_INPUT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (moeperm_golden_case_target_check(jobs[i].path, force, err, sizeof err) != 0) {
+            fprintf(stderr, "moeperm golden: %s\n", err);
             return EXIT_BAD_INPUT;
         }
+    }
+    if (readme_path && lstat(readme_path, &st) == 0 &&
+        !readme_is_ours(readme_path, readme, err, sizeof err)) {
+        fprintf(stderr, "moeperm golden: %s\n", err);
+        return EXIT_BAD_INPUT;
     }
     bool progress = isatty(2);
     bool shown = false;
     double start = cli_now();
-    char err[1024];
     for (size_t i = 0; i < n; i++) {
         err[0] = '\0';
         int rc = moeperm_golden_generate_write(&jobs[i].spec, jobs[i].command, jobs[i].path, force, err,
@@ -226,9 +272,29 @@ int cmd_golden(int argc, char **argv)
     int64_t num_out = 0, ub_bytes = 0, vector_cores = 0;
     moeperm_golden_spec spec = moeperm_golden_spec_default(MOEPERM_OP_PERMUTE_GRAD, MOEPERM_BF16, 0, 0, 0);
     bool no_probs = false;
+    /* The attribute options of one operator or two: given for another,
+     * they would change nothing and leave no trace, so they are refused
+     * (as make-case refuses them). */
+    enum { P = 1u << MOEPERM_OP_PERMUTE, U = 1u << MOEPERM_OP_UNPERMUTE,
+           UG = 1u << MOEPERM_OP_UNPERMUTE_GRAD };
+    struct {
+        int opt;
+        const char *flag;
+        unsigned ops;
+        bool given;
+    } attrs[] = {
+        {O_NUM_OUT, "--num-out-tokens", P, false},  {O_INDEX_DTYPE, "--index-dtype", P, false},
+        {O_SENTINELS, "--sentinels", P, false},     {O_HIDDEN_OUTER, "--hidden-outer", P, false},
+        {O_PROBS_DTYPE, "--probs-dtype", U | UG, false}, {O_NO_PROBS, "--no-probs", U | UG, false},
+        {O_PROBS_VALUES, "--probs-values", U | UG, false}, {O_UB_BYTES, "--ub-bytes", UG, false},
+        {O_VECTOR_CORES, "--vector-cores", UG, false}, /* --chip: the spec's own check */
+    };
+    const size_t attr_count = sizeof attrs / sizeof attrs[0];
     int opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         bool ok = true;
+        for (size_t i = 0; i < attr_count; i++)
+            attrs[i].given = attrs[i].given || attrs[i].opt == opt;
         switch (opt) {
         case O_OUT:
             out = optarg;
@@ -439,6 +505,14 @@ int cmd_golden(int argc, char **argv)
         }
         if (!spec.op)
             spec.op = MOEPERM_OP_PERMUTE_GRAD;
+        for (size_t i = 0; i < attr_count; i++) {
+            if (attrs[i].given && !(attrs[i].ops & 1u << spec.op)) {
+                fprintf(stderr, "moeperm golden: %s is not an option of %s, which has no such "
+                                "attribute (see --help)\n", attrs[i].flag,
+                        moeperm_op_name(spec.op));
+                return EXIT_BAD_INPUT;
+            }
+        }
         spec.has_probs = !no_probs && (spec.op == MOEPERM_OP_UNPERMUTE ||
                                        spec.op == MOEPERM_OP_UNPERMUTE_GRAD);
         if (!have_probs_dtype)

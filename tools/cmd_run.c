@@ -95,16 +95,16 @@ int cmd_run(int argc, char **argv)
     char *made = NULL;
     int rc = BACKEND_OK;
     for (size_t i = 0; i < path_count; i++) {
-        paths[i] = case_output_path(&outputs, i, out_path, dir);
-        if (!paths[i] || (dir && i == 0 && !cli_output_dir("run", "--out", out_path, &made)) ||
+        int got = case_output_path(&outputs, i, out_path, dir, &paths[i], err, sizeof err);
+        if (got != 0 || (dir && i == 0 && !cli_output_dir("run", "--out", out_path, &made)) ||
             !cli_output_path("run", "--out", paths[i], &argv[optind], 1, NULL, 0)) {
-            if (!paths[i])
-                fprintf(stderr, "moeperm run: out of memory\n");
+            if (got != 0)
+                fprintf(stderr, "moeperm run: %s\n", err);
             for (size_t j = 0; j <= i; j++)
                 free(paths[j]);
             moeperm_golden_case_free(&c);
             cli_output_dir_undo(out_path, made);
-            return paths[i] ? EXIT_BAD_INPUT : EXIT_BACKEND;
+            return got == -2 ? EXIT_BACKEND : EXIT_BAD_INPUT;
         }
     }
     /* Now the inputs.  The case is read again whole: if it was replaced

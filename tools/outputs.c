@@ -96,11 +96,14 @@ void case_problem(const moeperm_golden_case *c, const case_outputs *o, backend_p
     p->output_count = out;
 }
 
-char *case_output_path(const case_outputs *o, size_t i, const char *path,
-                       bool dir)
+int case_output_path(const case_outputs *o, size_t i, const char *path, bool dir, char **out,
+                     char *err, size_t err_len)
 {
-    if (!dir)
-        return strdup(path);
+    *out = NULL;
+    if (!dir) {
+        *out = strdup(path);
+        goto done;
+    }
     size_t n = strlen(path);
     const char *sep = n > 0 && path[n - 1] == '/' ? "" : "/";
     size_t len = n + strlen(o->like[i]->name) + 8;
@@ -108,13 +111,29 @@ char *case_output_path(const case_outputs *o, size_t i, const char *path,
     if (!bin || !npy) {
         free(bin);
         free(npy);
-        return NULL;
+        goto done;
     }
     snprintf(bin, len, "%s%s%s.bin", path, sep, o->like[i]->name);
     snprintf(npy, len, "%s%s%s.npy", path, sep, o->like[i]->name);
-    bool use_npy = access(bin, F_OK) != 0 && access(npy, F_OK) == 0;
-    free(use_npy ? bin : npy);
-    return use_npy ? npy : bin;
+    /* Anything by either name counts (a link to nothing too): which of
+     * two files is the output is not a choice to make silently. */
+    struct stat st;
+    bool has_bin = lstat(bin, &st) == 0, has_npy = lstat(npy, &st) == 0;
+    if (has_bin && has_npy) {
+        snprintf(err, err_len, "both %s and %s exist: which one is the output %s is "
+                 "ambiguous; remove one", bin, npy, o->like[i]->name);
+        free(bin);
+        free(npy);
+        return -1;
+    }
+    free(has_npy ? bin : npy);
+    *out = has_npy ? npy : bin;
+done:
+    if (!*out) {
+        snprintf(err, err_len, "out of memory");
+        return -2;
+    }
+    return 0;
 }
 
 int case_output_absent(const char *path, char *err, size_t err_len)
@@ -139,6 +158,24 @@ int case_output_absent(const char *path, char *err, size_t err_len)
      * there; the reason is the answer, not "missing". */
     snprintf(err, err_len, "cannot look for the output %s: %s", path, strerror(error));
     return -1;
+}
+
+int case_output_is_golden(const moeperm_golden_case *c, const char *file, char *err,
+                          size_t err_len)
+{
+    struct stat at, golden;
+    if (stat(file, &at) != 0)
+        return 0;
+    for (size_t i = 0; i < c->tensor_count; i++) {
+        const moeperm_golden_tensor *t = &c->tensors[i];
+        if (t->role == MOEPERM_GOLDEN_ROLE_INPUT || !t->path || stat(t->path, &golden) != 0 ||
+            golden.st_dev != at.st_dev || golden.st_ino != at.st_ino)
+            continue;
+        snprintf(err, err_len, "%s is the case's own golden file %s (%s): judging the golden "
+                 "output against itself proves nothing", file, t->path, t->name);
+        return 1;
+    }
+    return 0;
 }
 
 int case_output_files(const char *case_dir, const char *at, bool always_dir, char ***files,

@@ -34,11 +34,13 @@ void case_outputs_free(case_outputs *o);
 void case_problem(const moeperm_golden_case *c, const case_outputs *o, backend_problem *p);
 
 /* Where output i of o goes or comes from, given the path the user named
- * (--out, compare's PATH, an --outputs directory): the path itself unless
- * dir, else path/<output name>.bin (or .npy when that exists and the .bin
- * does not).  malloc'd. */
-char *case_output_path(const case_outputs *o, size_t i, const char *path,
-                       bool dir);
+ * (--out, compare's PATH, an --outputs directory), into *out (malloc'd):
+ * the path itself unless dir, else path/<output name>.bin (or .npy when
+ * that exists and the .bin does not).  Returns 0; -1 with a sentence in
+ * err when both path/<output>.bin and .npy exist (bad input); -2 when
+ * memory runs out. */
+int case_output_path(const case_outputs *o, size_t i, const char *path, bool dir, char **out,
+                     char *err, size_t err_len);
 
 /* Whether the output file at path is absent: 1 when nothing is there (no
  * file, or a directory above it missing), 0 when something is (the
@@ -47,6 +49,13 @@ char *case_output_path(const case_outputs *o, size_t i, const char *path,
  * loop, a file where a directory should be) or a symbolic link leads
  * nowhere: "missing" means absent and nothing else. */
 int case_output_absent(const char *path, char *err, size_t err_len);
+
+/* Whether file is one of c's own golden files (an output or exact
+ * tensor, however spelled: a link, another path, the case directory as
+ * the outputs directory): 1 with a sentence in err, else 0.  Judging the
+ * golden outputs against themselves always passes. */
+int case_output_is_golden(const moeperm_golden_case *c, const char *file, char *err,
+                          size_t err_len);
 
 /* Appends to *files (*count malloc'd paths, the array realloc'd) the files
  * a command reads as the outputs of the case in case_dir from at: at

@@ -202,6 +202,17 @@ uint64_t moeperm_golden_tensor_elements(const moeperm_golden_tensor *t);
 int moeperm_golden_case_write(const char *path, const moeperm_golden_case *c, bool force, char *err,
                       size_t err_len);
 
+/*
+ * moeperm_golden_case_target_check() makes the checks of path that
+ * moeperm_golden_case_write() makes before it writes anything (an existing
+ * path without force; with force, one that is not a case; a name whose
+ * temporary would not fit; a path inside another case), and creates
+ * nothing: a writer of many cases checks every one of them first, so that
+ * a refusal comes before any case is written.  Returns 0, or -1 with a
+ * sentence in err.
+ */
+int moeperm_golden_case_target_check(const char *path, bool force, char *err, size_t err_len);
+
 /* Whether name is a file a case directory may hold: case.json, or a
  * tensor file ("<tensor>.bin" or "<tensor>.npy") of any operator. */
 bool moeperm_golden_case_file_name(const char *name);

@@ -6,6 +6,8 @@
  * shapes and every dtype it applies to.  A correct output gives no
  * findings; random corruption gives no exact one.
  */
+/* MAP_ANONYMOUS (a guard page below probs) */
+#define _DEFAULT_SOURCE
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "golden/judge/diagnose/diagnose.h"
 #include "naive.h"
@@ -2038,6 +2042,51 @@ static void test_unpermute_grad_overflow_nan_is_not_unwritten(void **state)
     free_gcase(&c);
 }
 
+/* A row index at or past N*K (more rows than slots): wrong-slot-prob's
+ * "row index for the slot index" reading has no prob for it, and the
+ * model never reads one.  probs end at a page that cannot be read, so a
+ * read past them ends the test with a signal. */
+static void test_unpermute_grad_rows_past_the_slots_read_no_prob_past_probs(void **state)
+{
+    (void)state;
+    enum { R = 4096 };
+    long page = sysconf(_SC_PAGESIZE);
+    size_t guard = (size_t)R * sizeof(float) + (size_t)page; /* every read past probs */
+    guard = (guard + (size_t)page - 1) / (size_t)page * (size_t)page;
+    uint8_t *map = mmap(NULL, (size_t)page + guard, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + page, guard, PROT_NONE), 0);
+    float *probs = (float *)(map + page) - 1; /* [1, 1], the page's last float */
+    *probs = 0.5f;
+    float *x = calloc(R, sizeof *x), g = 1.0f;
+    float *expected = calloc(R, sizeof *expected), *actual = calloc(R, sizeof *actual);
+    assert_true(x && expected && actual);
+    for (int i = 0; i < R; i++)
+        x[i] = 1.0f;
+    int32_t idx = R - 1;
+    expected[R - 1] = 0.5f;
+    actual[R - 1] = 1.0f; /* g unscaled: probs-ignored */
+    golden_diag_tensor inputs[4] = {
+        {"permuted_tokens", MOEPERM_FLOAT, 2, {R, 1}, x},
+        {"unpermuted_tokens_grad", MOEPERM_FLOAT, 2, {1, 1}, &g},
+        {"sorted_indices", MOEPERM_INT32, 1, {1}, &idx},
+        {"probs", MOEPERM_FLOAT, 2, {1, 1}, probs},
+    };
+    golden_diag_attr attrs[1] = {{"top_k", 1}};
+    golden_diag_problem p = {"MoeTokenUnpermuteGrad", inputs, 4, attrs, 1};
+    golden_diag_tensor grad = {"permuted_tokens_grad", MOEPERM_FLOAT, 2, {R, 1}, expected};
+    golden_diagnosis d;
+    char err[512];
+    assert_int_equal(golden_diagnose(&p, &grad, actual, false, &d, err, sizeof err), 0);
+    assert_int_equal(d.differing, 1);
+    assert_non_null(exact_finding(&d, "probs-ignored"));
+    munmap(map, (size_t)page + guard);
+    free(x);
+    free(expected);
+    free(actual);
+}
+
 static void test_unpermute_grad_correct_outputs_give_no_finding(void **state)
 {
     (void)state;
@@ -2091,6 +2140,7 @@ int main(void)
         cmocka_unit_test(test_unpermute_grad_probs_grad_in_probs_dtype_is_named),
         cmocka_unit_test(test_unpermute_grad_overflow_nan_is_not_unwritten),
         cmocka_unit_test(test_unpermute_grad_correct_outputs_give_no_finding),
+        cmocka_unit_test(test_unpermute_grad_rows_past_the_slots_read_no_prob_past_probs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

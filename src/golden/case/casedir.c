@@ -285,34 +285,74 @@ static int check_not_inside_a_case(const char *path, const char *parent, char *e
     return rc;
 }
 
+/* The checks golden_case_dir_open() makes before it creates anything, on
+ * path without its trailing slashes; *exists says whether path held
+ * something.  Returns 0, or -1 with a sentence in err. */
+static int check_target(const char *path, bool force, bool *exists, char *err, size_t err_len)
+{
+    if (strcmp(path, "/") == 0) {
+        snprintf(err, err_len, "cannot write a case as the root directory /");
+        return -1;
+    }
+    struct stat st;
+    *exists = lstat(path, &st) == 0;
+    if (*exists && !force) {
+        snprintf(err, err_len, "%s already exists; pass --force to replace it", path);
+        return -1;
+    }
+    if (*exists && check_replaceable(path, &st, err, err_len) != 0)
+        return -1;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *parent = golden_dir_of(path);
+    if (!parent) {
+        snprintf(err, err_len, "out of memory writing %s", path);
+        return -1;
+    }
+    int rc = temp_name_fits(path, parent, base, err, err_len) != 0 ||
+                     check_not_inside_a_case(path, parent, err, err_len) != 0
+                 ? -1
+                 : 0;
+    free(parent);
+    return rc;
+}
+
+/* Without a trailing slash: "out/c1/" names c1, whose parent is "out". */
+static char *strip_slashes(const char *path_arg)
+{
+    char *path = golden_strdup_printf("%s", path_arg);
+    for (size_t n = path ? strlen(path) : 0; n > 1 && path[n - 1] == '/'; n--)
+        path[n - 1] = '\0';
+    return path;
+}
+
+int moeperm_golden_case_target_check(const char *path_arg, bool force, char *err,
+                                     size_t err_len)
+{
+    char *path = strip_slashes(path_arg);
+    if (!path) {
+        snprintf(err, err_len, "out of memory checking %s", path_arg);
+        return -1;
+    }
+    bool exists;
+    int rc = check_target(path, force, &exists, err, err_len);
+    free(path);
+    return rc;
+}
+
 int golden_case_dir_open(golden_case_dir *d, const char *path_arg, bool force, char *err,
                          size_t err_len)
 {
     memset(d, 0, sizeof *d);
     d->tmp_slot = -1;
-    /* "out/c1/" names c1: without the slash its parent is "out", not "out/c1". */
-    d->path = golden_strdup_printf("%s", path_arg);
+    d->path = strip_slashes(path_arg);
     if (!d->path) {
         snprintf(err, err_len, "out of memory writing %s", path_arg);
         goto fail;
     }
     char *path = d->path;
-    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
-        path[n - 1] = '\0';
-    if (strcmp(path, "/") == 0) {
-        snprintf(err, err_len, "cannot write a case as the root directory /");
+    if (check_target(path, force, &d->exists, err, err_len) != 0)
         goto fail;
-    }
-
-    struct stat st;
-    d->exists = lstat(path, &st) == 0;
-    if (d->exists && !force) {
-        snprintf(err, err_len, "%s already exists; pass --force to replace it", path);
-        goto fail;
-    }
-    if (d->exists && check_replaceable(path, &st, err, err_len) != 0)
-        goto fail;
-
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     d->parent = golden_dir_of(path);
@@ -320,9 +360,7 @@ int golden_case_dir_open(golden_case_dir *d, const char *path_arg, bool force, c
         snprintf(err, err_len, "out of memory writing %s", path);
         goto fail;
     }
-    if (temp_name_fits(path, d->parent, base, err, err_len) != 0 ||
-        check_not_inside_a_case(path, d->parent, err, err_len) != 0 ||
-        golden_mkdirs(d->parent, err, err_len) != 0)
+    if (golden_mkdirs(d->parent, err, err_len) != 0)
         goto fail;
     d->tmp = golden_strdup_printf("%s/.%s.tmp.XXXXXX", d->parent, base);
     d->old = golden_strdup_printf("%s/.%s.old.XXXXXX", d->parent, base);

@@ -286,7 +286,10 @@ int golden_write_file_atomic_with_header(const char *path, const void *header,
      * a device, FIFO, socket or link instead of writing through it. */
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s is no longer a regular file; it was left as it is", path);
+        snprintf(err, err_len, "%s is not a regular file (it is %s); it was left as it is", path,
+                 S_ISLNK(st.st_mode)   ? "a symbolic link"
+                 : S_ISDIR(st.st_mode) ? "a directory"
+                                       : "a device, FIFO or socket");
         close(fd);
         unlink(tmp);
         golden_temp_untrack(slot);

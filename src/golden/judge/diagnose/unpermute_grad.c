@@ -42,8 +42,12 @@ static int oom(char *err, size_t err_len)
     return -1;
 }
 
+/* The bits of prob i of the N*K; callers pass only i < N*K (an index
+ * past the end reads +0.0 rather than past the buffer). */
 static uint64_t prob_at(const ug_ctx *x, int64_t i)
 {
+    if (i < 0 || i >= x->N * x->K)
+        return 0;
     return golden_bits_load(x->pdtype, x->probs, (uint64_t)i);
 }
 
@@ -57,13 +61,16 @@ static double value(moeperm_dtype dtype, const void *data, int64_t row, int64_t 
 /* permuted_tokens_grad                                                   */
 /* ---------------------------------------------------------------------- */
 
-/* The slot whose prob variant v of wrong-slot-prob takes for slot i. */
+/* The slot whose prob variant v of wrong-slot-prob takes for slot i.
+ * Variant 0 takes the row index s for the slot index: a row s >= N*K has
+ * no such prob (the kernel would read past probs, which nothing can
+ * model), so that row keeps its own slot's prob (the expected row). */
 static int64_t wrong_slot(const ug_ctx *x, int variant, int64_t i, int64_t s)
 {
     int64_t n = i / x->K, k = i % x->K;
     switch (variant) {
     case 0:
-        return s; /* the row index taken for the slot index */
+        return s < x->N * x->K ? s : i; /* the row index taken for the slot index */
     case 1:
         return n * x->K;
     case 2:
