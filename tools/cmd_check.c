@@ -29,7 +29,8 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: moeperm check DIR ... [--backend cpu|npu] [--device N] [--outputs OUTDIR]\n"
-            "                     [--shard I/N] [--strict-nan] [--junit FILE] [--html FILE]\n"
+            "                     [--op OP] [--shard I/N] [--strict-nan] [--max-ulp N]\n"
+            "                     [--junit FILE] [--json FILE|-] [--html FILE]\n"
             "  judge every case below each DIR: run it on a backend, or read the outputs\n"
             "  a harness wrote, and compare with the golden outputs bit for bit; one\n"
             "  line per case, the mismatch reports, a summary per suite\n"

@@ -17,7 +17,9 @@
 #     outputs to judge (they would always pass);
 #   - no output (a report, run --out) is named case.json: it would make
 #     its directory a case and break the corpus for the next check;
-#   - golden refuses an attribute option of another operator than --op's.
+#   - golden refuses an attribute option of another operator than --op's;
+#   - a case's name and description are one line: no control characters
+#     but the tab.
 set -u
 moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-rules.XXXXXX")
@@ -136,6 +138,29 @@ expect 2 "golden --op permute --no-probs" "$moeperm" golden --out "$work/g8" --o
     --tokens 4 --top-k 2 --hidden 8 --dtype bf16 --no-probs
 says "golden --op permute --no-probs" "--no-probs is not an option of MoeTokenPermute"
 [ -e "$work/g8" ] && fail "golden wrote a case with another operator's option"
+
+# --- a name and a description of one line -------------------------------------
+printf '\000\000\200\077\000\000\000\100' >"$work/pg.bin"   # float32 [1, 2]: 1.0, 2.0
+printf '\000\000\000\000' >"$work/si.bin"                  # int32 [1]: 0
+for field in "--name" "--description"; do
+    for ch in '\n' '\r' '\033' '\177'; do
+        value=$(printf "a${ch}b")
+        name=plain
+        [ "$field" = "--name" ] && name=$value
+        args=(--name "$name")
+        [ "$field" = "--description" ] && args+=(--description "$value")
+        expect 2 "make-case $field with $ch" "$moeperm" make-case --out "$work/mc" \
+            --op permute-grad "${args[@]}" --top-k 1 \
+            --input "permuted_output_grad=$work/pg.bin:float32:1x2" \
+            --input "sorted_indices=$work/si.bin:int32:1"
+        says "make-case $field with $ch" "holds the control character"
+    done
+done
+[ -n "$(ls -A "$work/mc" 2>/dev/null)" ] && fail "make-case wrote a case with a control character"
+expect 0 "make-case with a one-line description" "$moeperm" make-case --out "$work/mc" \
+    --op permute-grad --name plain --description "one line" --top-k 1 \
+    --input "permuted_output_grad=$work/pg.bin:float32:1x2" \
+    --input "sorted_indices=$work/si.bin:int32:1"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"

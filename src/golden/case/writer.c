@@ -302,6 +302,21 @@ int golden_case_check_writable(const char *path, const moeperm_golden_case *c, c
             return -1;
         }
     }
+    /* The name and the description are printed on one line of check's
+     * output and of the corpus's README: no control characters but the
+     * tab, which keeps a line one line. */
+    for (size_t i = 0; i < 2; i++) {
+        const char *value = values[i];
+        for (size_t at = 0; value && value[at]; at++) {
+            unsigned char ch = (unsigned char)value[at];
+            if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+                snprintf(err, err_len, "cannot write the case %s: its %s \"%.*s...\" holds the "
+                         "control character 0x%02x at offset %zu, and it is one line of text",
+                         path, what[i], (int)(at < 60 ? at : 60), value, ch, at);
+                return -1;
+            }
+        }
+    }
     if (c->tensor_count > MOEPERM_GOLDEN_MAX_TENSORS) {
         snprintf(err, err_len, "cannot write the case %s: it has %zu tensors, more than the %d "
                  "a case holds", path, c->tensor_count, MOEPERM_GOLDEN_MAX_TENSORS);
