@@ -197,12 +197,10 @@ static moeperm_status check_permute(const moeperm_tensor *tokens, const moeperm_
                               (long long)sorted->dims[0], (long long)tokens_num,
                               (long long)top_k, (long long)count);
     int64_t out_hidden = row_elements(out);
-    if (out_hidden < 0)
-        return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
-                              "permute_tokens_out's dims after the first, %s, multiply past "
-                              "2^63: its tiling wants rows of those of tokens, %lld "
-                              "(hidden_size)",
-                              row_dims(out, dims, sizeof dims), (long long)hidden);
+    if (out_hidden < 0) /* the tiling's int64 product wraps: no determined verdict */
+        return moeperm_undetermined("the dims of permute_tokens_out after the first, %s, "
+                                    "multiply past 2^63",
+                                    row_dims(out, dims, sizeof dims));
     if (out_hidden != hidden)
         return moeperm_refuse(MOEPERM_ERR_INNER_TILING_ERROR,
                               "permute_tokens_out with rows of %lld elements: its tiling wants "
