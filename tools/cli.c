@@ -107,7 +107,7 @@ static const char *kind_of(const struct stat *st)
     return "not a regular file";
 }
 
-static bool same_file(const struct stat *a, const struct stat *b)
+bool cli_same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
@@ -120,13 +120,13 @@ static bool same_entry(const char *path, bool have_out, const struct stat *out_s
                        const struct stat *dir_st, const char *base)
 {
     struct stat st;
-    if (have_out && stat(path, &st) == 0 && same_file(&st, out_st))
+    if (have_out && stat(path, &st) == 0 && cli_same_file(&st, out_st))
         return true;
     const char *slash = strrchr(path, '/');
     if (strcmp(slash ? slash + 1 : path, base) != 0)
         return false;
     char *dir = cli_dir_of(path);
-    bool same = dir && stat(dir, &st) == 0 && same_file(&st, dir_st);
+    bool same = dir && stat(dir, &st) == 0 && cli_same_file(&st, dir_st);
     free(dir);
     return same;
 }
@@ -141,7 +141,7 @@ static bool not_a_case_file(const char *cmd, const char *flag, const char *path,
                             const struct stat *dir_st, const char *case_dir)
 {
     struct stat st;
-    bool in_case_dir = stat(case_dir, &st) == 0 && same_file(&st, dir_st);
+    bool in_case_dir = stat(case_dir, &st) == 0 && cli_same_file(&st, dir_st);
     moeperm_golden_case c;
     char err[1024];
     if (moeperm_golden_case_read(case_dir, MOEPERM_GOLDEN_LOAD_NONE, &c, err, sizeof err) != 0) {

@@ -92,6 +92,11 @@ const struct backend_ops *cli_backend(const char *cmd, const char *backend_name,
 /* printf into a malloc'd string; NULL when memory runs out. */
 char *cli_format(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/* Whether a and b (from stat()) are one file: the same device and inode,
+ * however each was spelled. */
+struct stat;
+bool cli_same_file(const struct stat *a, const struct stat *b);
+
 /* The directory part of path ("." when there is none), malloc'd; NULL
  * when memory runs out. */
 char *cli_dir_of(const char *path);

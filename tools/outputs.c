@@ -169,7 +169,7 @@ int case_output_is_golden(const moeperm_golden_case *c, const char *file, char *
     for (size_t i = 0; i < c->tensor_count; i++) {
         const moeperm_golden_tensor *t = &c->tensors[i];
         if (t->role == MOEPERM_GOLDEN_ROLE_INPUT || !t->path || stat(t->path, &golden) != 0 ||
-            golden.st_dev != at.st_dev || golden.st_ino != at.st_ino)
+            !cli_same_file(&golden, &at))
             continue;
         snprintf(err, err_len, "%s is the case's own golden file %s (%s): judging the golden "
                  "output against itself proves nothing", file, t->path, t->name);
