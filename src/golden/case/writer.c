@@ -292,29 +292,31 @@ int golden_case_check_writable(const char *path, const moeperm_golden_case *c, c
     const char *const values[] = {c->name,          c->description,   c->generator,
                                   c->command,       c->recipe.routing, c->recipe.values,
                                   c->recipe.probs_values};
+    /* The first two, the name and the description, are printed on one line
+     * of check's output and of the corpus's README: no control characters
+     * in them but the tab, which keeps a line one line. */
+    static const char controls[] = "\x01\x02\x03\x04\x05\x06\x07\x08\x0a\x0b\x0c\x0d"
+                                   "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19"
+                                   "\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         const char *value = values[i];
-        size_t at = value ? golden_utf8_invalid_at(value) : SIZE_MAX;
+        if (!value)
+            continue;
+        size_t at = golden_utf8_invalid_at(value);
         if (at != SIZE_MAX) {
             snprintf(err, err_len, "cannot write the case %s: its %s \"%.*s...\" is not UTF-8 "
                      "text (byte 0x%02x at offset %zu), and a manifest is UTF-8", path, what[i],
                      (int)(at < 60 ? at : 60), value, (unsigned char)value[at], at);
             return -1;
         }
-    }
-    /* The name and the description are printed on one line of check's
-     * output and of the corpus's README: no control characters but the
-     * tab, which keeps a line one line. */
-    for (size_t i = 0; i < 2; i++) {
-        const char *value = values[i];
-        for (size_t at = 0; value && value[at]; at++) {
-            unsigned char ch = (unsigned char)value[at];
-            if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-                snprintf(err, err_len, "cannot write the case %s: its %s \"%.*s...\" holds the "
-                         "control character 0x%02x at offset %zu, and it is one line of text",
-                         path, what[i], (int)(at < 60 ? at : 60), value, ch, at);
-                return -1;
-            }
+        if (i >= 2)
+            continue;
+        at = strcspn(value, controls);
+        if (value[at] != '\0') {
+            snprintf(err, err_len, "cannot write the case %s: its %s \"%.*s...\" holds the "
+                     "control character 0x%02x at offset %zu, and it is one line of text", path,
+                     what[i], (int)(at < 60 ? at : 60), value, (unsigned char)value[at], at);
+            return -1;
         }
     }
     if (c->tensor_count > MOEPERM_GOLDEN_MAX_TENSORS) {
