@@ -182,8 +182,8 @@ def _permute_rows(indices, num_out_tokens):
 # The dtypes the CPU kernels take (the numpy level's, moeperm._ops), checked
 # here so that the Meta kernels refuse what the CPU kernels refuse, with the
 # same TypeError.
-_FLOATS = (_capi.FLOAT32, _capi.FLOAT16, _capi.BF16)
-_TOKENS = _FLOATS + (_capi.INT8,)
+_FLOATS = _ops._FLOATS
+_TOKENS = _FLOATS + (_ops._INT8,)
 _INDICES = (_capi.INT32, _capi.INT64)
 
 
