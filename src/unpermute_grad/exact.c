@@ -22,9 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dispatch.h"
 #include "core/fp.h"
 #include "core/fp_env.h"
 #include "unpermute_grad/model.h"
+
+#ifdef MOEPERM_HAVE_X86_PATH
+#include "x86/x86.h"
+#endif
 
 /* 32-bit digits, least significant first, each kept in an int64 so that
  * signed parts add without carrying until normalise() runs.  Digits 0 and
@@ -143,150 +148,56 @@ static float widen(moeperm_dtype dtype, const char *base, int64_t index)
     return dtype == MOEPERM_BF16 ? fp_bf16_to_float(h) : fp_fp16_to_float(h);
 }
 
-/* Columns per chunk, and the sums the loops below keep apart, two to a
- * vector register (their order does not matter: every addition there is
- * exact). */
-#define CHUNK 2048
-#define LANES 8
-/* 2^CHUNK_BITS >= 2 * (CHUNK + 2) */
-#define CHUNK_BITS 13
-/* After this many levels a chunk's products go one by one: each level
- * takes about 52 - CHUNK_BITS bits off the widest product, so only
- * products that span hundreds of binades get here. */
-#define MAX_LEVELS 8
-
-/* Two doubles: a vector register of every 64-bit target (SSE2 on x86-64).
- * GNU C vector extensions: the compiler maps them onto the target's
- * registers, or onto scalars. */
-typedef double pair_d __attribute__((vector_size(16)));
-typedef int64_t pair_i __attribute__((vector_size(16)));
-#define PAIRS (LANES / 2)
-
-/* a where a > b, else b; and |a|.  Macros, as GNU C has no vector ?:. */
-#define PAIR_MAX(a, b) ((pair_d)(((pair_i)(a) & ((a) > (b))) | ((pair_i)(b) & ~((a) > (b)))))
-#define PAIR_ABS(a) ((pair_d)((pair_i)(a) & INT64_MAX))
-
-/* fp_fp16_to_float() without branches, for a loop the compiler
- * vectorises: the magnitude's bits moved into a binary32's places read as
- * a value 2^112 too small (normal or subnormal), which one exact
- * multiplication puts right; infinities and NaNs (a NaN left unquiet,
- * which is all add_chunk() asks of it) are set apart.  Run in the default
- * environment (fp_env.h), where subnormals are not flushed. */
-static inline float widen_fp16_fast(uint16_t h)
-{
-    uint32_t magnitude = h & 0x7fffu;
-    uint32_t bits = fp_bits(fp_from_bits(magnitude << 13) * 0x1p112f);
-    if (magnitude >= 0x7c00u)
-        bits = 0x7f800000u | magnitude << 13;
-    return fp_from_bits((uint32_t)(h & 0x8000u) << 16 | bits);
-}
+/* The portable build of the widening and the levels
+ * (x86/exact_template.h), the levels in two-double vectors. */
+#define SUFFIX _portable
+#define ATTRIBUTES
+#define EXACT_LANES 2
+#include "x86/exact_template.h"
+#undef SUFFIX
+#undef ATTRIBUTES
+#undef EXACT_LANES
 
 /* count elements of a row, from element `index` on, `stride` elements
  * apart, widened into out (zeros for a row that is absent: base NULL),
- * then zeros up to the next multiple of LANES.  A NaN may come out
- * without fp.h's quiet bit: it stays a NaN, which is all add_chunk() asks
- * of it. */
-static void widen_run(moeperm_dtype dtype, const char *base, int64_t index, int64_t stride,
-                      int64_t count, float *restrict out)
+ * then zeros up to the next multiple of MOEPERM_UG_EXACT_STEP: widen_unit
+ * for a row of unit stride.  A NaN may come out without fp.h's quiet bit:
+ * it stays a NaN, which is all add_chunk() asks of it. */
+static void widen_run(moeperm_ug_exact_widen *widen_unit, moeperm_dtype dtype, const char *base,
+                      int64_t index, int64_t stride, int64_t count, float *restrict out)
 {
     int64_t j = 0;
     const char *row = base ? base + index * (dtype == MOEPERM_FLOAT ? 4 : 2) : NULL;
-    if (row && stride == 1 && dtype == MOEPERM_BF16) {
-        for (; j < count; j++) {
-            uint16_t h;
-            memcpy(&h, row + 2 * j, sizeof h);
-            out[j] = fp_from_bits((uint32_t)h << 16);
-        }
-    } else if (row && stride == 1 && dtype == MOEPERM_FLOAT16) {
-        for (; j < count; j++) {
-            uint16_t h;
-            memcpy(&h, row + 2 * j, sizeof h);
-            out[j] = widen_fp16_fast(h);
-        }
+    if (row && stride == 1) {
+        widen_unit(dtype, row, count, out);
+        j = count;
     } else if (row) {
         for (; j < count; j++)
             out[j] = widen(dtype, base, index + j * stride);
     }
-    for (; j % LANES != 0 || j < count; j++)
+    for (; j % MOEPERM_UG_EXACT_STEP != 0 || j < count; j++)
         out[j] = 0.0f;
 }
 
-/*
- * Adds the products x[j] * g[j], j < count (a multiple of LANES, at most
- * CHUNK), to e, exactly.
- *
- * A level takes every product p (|p| <= m) apart as p = q + r with
- * sigma = 2^k >= 2^CHUNK_BITS * m, q = (sigma + p) - sigma and r = p - q,
- * in double arithmetic rounding to nearest (Rump, Ogita and Oishi's
- * ExtractScalar, "Accurate floating-point summation part I", SIAM J. Sci.
- * Comput. 31, 2008):
- *
- * - sigma + p lies in [sigma / 2, 2 sigma], where doubles are multiples of
- *   u = 2^(k-53), so q is one too, and the subtraction is exact (Sterbenz);
- * - r is the rounding error of sigma + p, which a double always holds, so
- *   p = q + r exactly, with |r| <= u;
- * - the q's and every partial sum of them are multiples of u of magnitude
- *   at most count * (m + u) <= sigma = 2^53 u: a double holds each, so
- *   adding them rounds nothing, in any order.
- *
- * The level's sum goes into e and the r's become the next level's
- * products, about 52 - CHUNK_BITS bits narrower, until none is left.  A
- * chunk with a NaN or an infinity among its products, or one still not
- * done after MAX_LEVELS levels, adds its products one by one.
- */
-static double widest_of(const pair_d *m)
+/* Adds the products x[j] * g[j], j < count (a multiple of
+ * MOEPERM_UG_EXACT_STEP, at most MOEPERM_UG_EXACT_CHUNK), to e, exactly:
+ * the sums of their levels, then what the levels left, one by one; a chunk
+ * with a NaN or an infinity among its products adds them one by one. */
+static void add_chunk(exact_sum *e, moeperm_ug_exact_levels *levels, const float *x,
+                      const float *g, int64_t count)
 {
-    double widest = 0;
-    for (int l = 0; l < PAIRS; l++)
-        for (int k = 0; k < 2; k++)
-            widest = m[l][k] > widest ? m[l][k] : widest;
-    return widest;
-}
-
-static void add_chunk(exact_sum *e, const float *x, const float *g, int64_t count)
-{
-    pair_d p[CHUNK / 2], m[PAIRS] = {{0}}, special[PAIRS] = {{0}};
-    for (int64_t j = 0; j < count / 2; j += PAIRS)
-        for (int l = 0; l < PAIRS; l++) {
-            int64_t at = 2 * (j + l);
-            pair_d v = {(double)x[at] * (double)g[at], (double)x[at + 1] * (double)g[at + 1]};
-            p[j + l] = v;
-            m[l] = PAIR_MAX(PAIR_ABS(v), m[l]);
-            special[l] += v * 0.0; /* NaN for an infinity or a NaN */
-        }
-    double widest = widest_of(m), specials = 0;
-    for (int l = 0; l < PAIRS; l++)
-        specials += special[l][0] + special[l][1];
-    for (int level = 0; widest != 0 && specials == 0 && level < MAX_LEVELS; level++) {
-        int exponent;
-        frexp(widest, &exponent); /* widest <= 2^exponent */
-        double sigma_1 = ldexp(1.0, exponent + CHUNK_BITS);
-        pair_d sigma = {sigma_1, sigma_1}, sum[PAIRS] = {{0}};
-        for (int l = 0; l < PAIRS; l++)
-            m[l] = (pair_d){0, 0};
-        for (int64_t j = 0; j < count / 2; j += PAIRS)
-            for (int l = 0; l < PAIRS; l++) {
-                pair_d v = p[j + l];
-                pair_d q = (sigma + v) - sigma;
-                pair_d r = v - q;
-                p[j + l] = r;
-                sum[l] += q;
-                m[l] = PAIR_MAX(PAIR_ABS(r), m[l]);
-            }
-        double total = 0;
-        for (int l = 0; l < PAIRS; l++)
-            total += sum[l][0] + sum[l][1];
-        widest = widest_of(m);
-        add_value(e, total);
-    }
-    if (widest == 0 && specials == 0)
-        return;
-    /* What is left (all of it after a special value) one by one. */
-    for (int64_t j = 0; j < count; j++)
-        if (specials != 0)
+    double sums[MOEPERM_UG_EXACT_LEVELS], left[MOEPERM_UG_EXACT_CHUNK];
+    int n = levels(x, g, count, sums, left);
+    if (n < 0) {
+        for (int64_t j = 0; j < count; j++)
             add_product(e, x[j], g[j]);
-        else
-            add_value(e, p[j / 2][j % 2]);
+        return;
+    }
+    for (int i = 0; i < n && i < MOEPERM_UG_EXACT_LEVELS; i++)
+        add_value(e, sums[i]);
+    if (n > MOEPERM_UG_EXACT_LEVELS)
+        for (int64_t j = 0; j < count; j++)
+            add_value(e, left[j]);
 }
 
 moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tensor *grad,
@@ -301,6 +212,19 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
                         ? (const char *)grad->data + grad->offset * size
                         : NULL;
     const int32_t *idx = tokens_num > 0 ? (const int32_t *)indices->data + indices->offset : NULL;
+    /* The levels in the vectors of the instruction set the library's one
+     * choice resolved to (core/dispatch.h); every build gives the same
+     * sums. */
+    moeperm_ug_exact_levels *levels = moeperm_ug_exact_levels_portable;
+    moeperm_ug_exact_widen *widen_unit = moeperm_ug_exact_widen_portable;
+#ifdef MOEPERM_HAVE_X86_PATH
+    const moeperm_x86_kernels *kernels =
+        moeperm_x86_kernels_for(moeperm_isa_resolve(MOEPERM_ISA_AUTO));
+    if (kernels) {
+        levels = kernels->ug_exact_levels;
+        widen_unit = kernels->ug_exact_widen;
+    }
+#endif
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1)
@@ -315,18 +239,20 @@ moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tens
         fp_env env = fp_env_enter();
         exact_sum e;
         memset(&e, 0, sizeof e);
-        float xs[CHUNK], gs[CHUNK];
-        for (int64_t h = 0; h < hidden; h += CHUNK) {
-            int64_t count = hidden - h < CHUNK ? hidden - h : CHUNK;
-            widen_run(grad->dtype, g, n * grad->strides[0] + h * grad->strides[1],
+        float xs[MOEPERM_UG_EXACT_CHUNK], gs[MOEPERM_UG_EXACT_CHUNK];
+        for (int64_t h = 0; h < hidden; h += MOEPERM_UG_EXACT_CHUNK) {
+            int64_t count = hidden - h < MOEPERM_UG_EXACT_CHUNK ? hidden - h : MOEPERM_UG_EXACT_CHUNK;
+            widen_run(widen_unit, grad->dtype, g, n * grad->strides[0] + h * grad->strides[1],
                       grad->strides[1], count, gs);
             /* A dropped slot's row does not exist: its offset is never
              * formed, as the product could pass 2^63 (src/sum/rows.h). */
             bool kept = s < (uint64_t)rows;
-            widen_run(tokens->dtype, kept ? t : NULL,
+            widen_run(widen_unit, tokens->dtype, kept ? t : NULL,
                       kept ? (int64_t)s * tokens->strides[0] + h * tokens->strides[1] : 0,
                       tokens->strides[1], count, xs);
-            add_chunk(&e, xs, gs, (count + LANES - 1) / LANES * LANES);
+            add_chunk(&e, levels, xs, gs,
+                      (count + MOEPERM_UG_EXACT_STEP - 1) / MOEPERM_UG_EXACT_STEP *
+                          MOEPERM_UG_EXACT_STEP);
         }
         exact[i] = round_sum(&e);
         fp_env_leave(env);

@@ -50,6 +50,44 @@ void moeperm_ug_tiling(int64_t tokens_num, int64_t top_k, int64_t hidden_size,
 moeperm_status moeperm_ug_exact(const moeperm_tensor *tokens, const moeperm_tensor *grad,
                                 const moeperm_tensor *indices, int64_t top_k, double *exact);
 
+/* What moeperm_ug_exact() takes a row apart in: chunks of at most
+ * MOEPERM_UG_EXACT_CHUNK columns (2^MOEPERM_UG_EXACT_CHUNK_BITS >=
+ * 2 * (MOEPERM_UG_EXACT_CHUNK + 2)), each padded with zeros to a multiple
+ * of MOEPERM_UG_EXACT_STEP, and at most MOEPERM_UG_EXACT_LEVELS levels a
+ * chunk: each takes about 52 - MOEPERM_UG_EXACT_CHUNK_BITS bits off the
+ * widest product, so only products that span hundreds of binades are
+ * left after the last. */
+#define MOEPERM_UG_EXACT_CHUNK 2048
+#define MOEPERM_UG_EXACT_CHUNK_BITS 13
+#define MOEPERM_UG_EXACT_STEP 32
+#define MOEPERM_UG_EXACT_LEVELS 8
+
+/*
+ * The levels of one chunk (x86/exact_template.h, built per instruction
+ * set and portable): the products x[j] * g[j], j < count (a multiple of
+ * MOEPERM_UG_EXACT_STEP, at most MOEPERM_UG_EXACT_CHUNK), taken apart
+ * into levels whose parts add up without rounding, the sum of each level
+ * (which a double holds exactly) written to sums.  Returns -1, writing
+ * nothing, when a product is an infinity or a NaN (the caller adds the
+ * products one by one); else the number n <= MOEPERM_UG_EXACT_LEVELS of
+ * sums when the levels took every product whole; or
+ * MOEPERM_UG_EXACT_LEVELS + 1 when products are still left after
+ * MOEPERM_UG_EXACT_LEVELS sums: what is left of them, in left[0, count).
+ * The sums of the levels and what is left add up to the exact dot
+ * product.
+ */
+typedef int moeperm_ug_exact_levels(const float *x, const float *g, int64_t count, double *sums,
+                                    double *left);
+moeperm_ug_exact_levels moeperm_ug_exact_levels_portable;
+
+/* The count elements of a row of dtype (FLOAT, FLOAT16 or BF16) with unit
+ * stride widened exactly into out, for the levels; a NaN may come out
+ * without fp.h's quiet bit, which changes nothing there (x86/
+ * exact_template.h). */
+typedef void moeperm_ug_exact_widen(moeperm_dtype dtype, const void *row, int64_t count,
+                                    float *restrict out);
+moeperm_ug_exact_widen moeperm_ug_exact_widen_portable;
+
 /* The halving step of BinaryAddFunc: lo[i] = lo[i] + hi[i] for i < n, where
  * lo and hi are the two halves of one buffer, hi starting at least n
  * elements after lo (so they never overlap). */

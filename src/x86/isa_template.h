@@ -38,11 +38,17 @@ static MOEPERM_FORCE_INLINE ATTRIBUTES float scale_one(float x, float p)
 #include "x86/permute_grad_template.h"
 #include "x86/unpermute_grad_template.h"
 
+#define EXACT_LANES (VL / 2)
+#include "x86/exact_template.h"
+#undef EXACT_LANES
+
 const moeperm_x86_kernels ADD_SUFFIX(moeperm_x86) = {
     .name = ISA_NAME,
     .segment = {segment_f32, segment_f16, segment_bf16},
     .scaled_segment = {scaled_segment_f32, scaled_segment_f16, scaled_segment_bf16},
     .ug_range = unpermute_grad_range,
+    .ug_exact_levels = ADD_SUFFIX(moeperm_ug_exact_levels),
+    .ug_exact_widen = ADD_SUFFIX(moeperm_ug_exact_widen),
     .stream_copy = stream_copy,
     .fence = fence,
     .bf16_to_float = bf16_to_float,

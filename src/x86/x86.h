@@ -5,7 +5,8 @@
  * Every vector loop of libmoeperm is written once, in a template
  * (permute_grad_template.h: the sums of MoeTokenPermuteGrad and
  * MoeTokenUnpermute; unpermute_grad_template.h: MoeTokenUnpermuteGrad's
- * rows; copy_template.h: the non-temporal row copy of MoeTokenPermute and
+ * rows; exact_template.h: the levels of its exact dot products;
+ * copy_template.h: the non-temporal row copy of MoeTokenPermute and
  * of MoeTokenUnpermuteGrad without probs), over the primitives of one
  * instruction set (vec_avx2.h: AVX2 + F16C; vec_avx512.h: AVX-512 F, BW
  * and VL).  isa_template.h puts them together; avx2.c and avx512.c compile
@@ -32,6 +33,7 @@
 
 #include "cpu_features.h"
 #include "unpermute_grad/kernel.h"
+#include "unpermute_grad/model.h"
 
 /* One task: output columns [0, width) of out, the sum of the listed rows
  * (moeperm_token_rows(), each pointing at the task's first column), for
@@ -72,6 +74,10 @@ typedef struct moeperm_x86_kernels {
     /* by dtype: float32, float16, bf16 (moeperm_x86_dtype_index()) */
     moeperm_x86_segment *segment[3], *scaled_segment[3];
     moeperm_x86_ug_range *ug_range;
+    /* the loops of MoeTokenUnpermuteGrad's exact dot products
+     * (unpermute_grad/model.h), in vectors of the set's width */
+    moeperm_ug_exact_levels *ug_exact_levels;
+    moeperm_ug_exact_widen *ug_exact_widen;
     /* memcpy(dst, src, bytes) with non-temporal stores for the whole
      * 64-byte lines of dst; the thread that copied fences before its
      * stores are read */

@@ -3,7 +3,8 @@
  * rounded once to a double.  Checked against the tests' own exact sums
  * (128-bit fixed point, for values whose products fit it; hand-computed
  * cases at the extremes of binary32, where a fixed point of that width
- * cannot go), the special values, and the refusals.
+ * cannot go), the special values, and the refusals, on every instruction
+ * set the CPU has (call_exact()).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -43,8 +44,28 @@ static moeperm_status call_exact(const exact_case *c, double *exact, uint64_t ex
     moeperm_tensor *ix = moeperm_tensor_create(idims, 1, MOEPERM_INT32, NULL, 0, c->indices);
     moeperm_tensor *p =
         c->probs ? moeperm_tensor_create(pdims, 2, MOEPERM_FLOAT, NULL, 0, c->probs) : NULL;
+    /* Every instruction set this CPU has gives the same bits (the vector
+     * widths of x86/exact_template.h); the portable build's result is the
+     * one the tests check, and a refusal comes before any of them. */
+    const moeperm_isa sets[3] = {MOEPERM_ISA_PORTABLE, MOEPERM_ISA_X86_AVX2,
+                                 MOEPERM_ISA_X86_AVX512};
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_PORTABLE), MOEPERM_SUCCESS);
     moeperm_status status =
         moeperm_token_unpermute_grad_exact_probs_grad(t, g, ix, p, exact, exact_len);
+    double *again = malloc((size_t)exact_len * sizeof *again + 1);
+    assert_non_null(again);
+    for (int set = 1; set < 3 && status == MOEPERM_SUCCESS; set++) {
+        if (moeperm_isa_choose(sets[set]) != MOEPERM_SUCCESS)
+            continue; /* a set this CPU or this build lacks */
+        assert_int_equal(
+            moeperm_token_unpermute_grad_exact_probs_grad(t, g, ix, p, again, exact_len),
+            MOEPERM_SUCCESS);
+        if (memcmp(exact, again, (size_t)exact_len * sizeof *again) != 0)
+            fail_msg("%s gives other bits than the portable build",
+                     moeperm_isa_name(sets[set]));
+    }
+    assert_int_equal(moeperm_isa_choose(MOEPERM_ISA_AUTO), MOEPERM_SUCCESS);
+    free(again);
     moeperm_tensor_destroy(t);
     moeperm_tensor_destroy(g);
     moeperm_tensor_destroy(ix);
