@@ -442,9 +442,14 @@ int moeperm_golden_spec_check(const moeperm_golden_spec *spec, char *err, size_t
 /*
  * moeperm_golden_generate() builds the case of spec in *c: inputs from the
  * counter-based PRNG (docs/golden-format.md), and the outputs from
- * libmoeperm through moeperm_golden_run_reference().  command, when not NULL, is
- * recorded as the command that regenerates the case.  Returns 0 or -1 with
- * a sentence in err (*c is then empty).
+ * libmoeperm's public API, the bytes moeperm_golden_run_reference() makes.
+ * MoeTokenPermute's permuted_tokens is copied from the tokens by the
+ * operator's definition (permuted_tokens[sorted_indices[i]] =
+ * tokens[i / top_k]) with the sorted_indices libmoeperm makes, a row at a
+ * time in order, so that moeperm_golden_generate_write() writes it as it
+ * is made.  command, when not NULL, is recorded as the command that
+ * regenerates the case.  Returns 0 or -1 with a sentence in err (*c is
+ * then empty).
  */
 int moeperm_golden_generate(const moeperm_golden_spec *spec, const char *command, moeperm_golden_case *c, char *err,
                     size_t err_len);

@@ -32,8 +32,18 @@ static void views_free(views *v)
         moeperm_tensor_destroy(v->t[i]);
 }
 
-static int views_make(const moeperm_golden_case *c, void *const *outputs, views *v, char *err,
-                      size_t err_len)
+/* MoeTokenPermute's tokens and permuted_tokens, whose columns the order
+ * of its routing does not depend on. */
+static bool routed_rows(const moeperm_golden_case *c, const moeperm_golden_tensor *t)
+{
+    return c->op == MOEPERM_OP_PERMUTE &&
+           (strcmp(t->name, "tokens") == 0 || strcmp(t->name, "permuted_tokens") == 0);
+}
+
+/* With route_only, routed_rows() get views of their rows and no columns,
+ * [rows, 0], so that a run makes the routing alone. */
+static int views_make(const moeperm_golden_case *c, void *const *outputs, bool route_only,
+                      views *v, char *err, size_t err_len)
 {
     size_t out = 0;
     memset(v, 0, sizeof *v);
@@ -42,7 +52,11 @@ static int views_make(const moeperm_golden_case *c, void *const *outputs, views 
         void *data = t->data;
         if (t->role == MOEPERM_GOLDEN_ROLE_OUTPUT)
             data = outputs ? outputs[out++] : NULL;
-        v->t[i] = moeperm_tensor_create(t->shape, t->ndim, t->dtype, NULL, 0, data);
+        const int64_t rows_only[2] = {t->shape[0], 0};
+        if (route_only && routed_rows(c, t))
+            v->t[i] = moeperm_tensor_create(rows_only, 2, t->dtype, NULL, 0, data);
+        else
+            v->t[i] = moeperm_tensor_create(t->shape, t->ndim, t->dtype, NULL, 0, data);
         v->count = i + 1;
         if (!v->t[i]) {
             snprintf(err, err_len, "cannot describe %s: %s", t->name, moeperm_last_error());
@@ -112,7 +126,7 @@ static moeperm_status exact_values(const moeperm_golden_case *c, void *const *ex
         return MOEPERM_SUCCESS;
     views v;
     char err[256];
-    if (views_make(c, NULL, &v, err, sizeof err) != 0)
+    if (views_make(c, NULL, false, &v, err, sizeof err) != 0)
         return MOEPERM_ERR_INNER;
     moeperm_status st = moeperm_token_unpermute_grad_exact_probs_grad(
         view(c, &v, "permuted_tokens"), view(c, &v, "unpermuted_tokens_grad"),
@@ -123,16 +137,20 @@ static moeperm_status exact_values(const moeperm_golden_case *c, void *const *ex
 }
 
 /* The reference run; w (when not NULL) gets c's outputs as soon as the
- * operator has made them, while the exact values are worked out. */
+ * operator has made them, while the exact values are worked out.  With
+ * route_only (MoeTokenPermute), the run is over views_make()'s views of
+ * no columns: it makes sorted_indices alone, and permuted_tokens is left
+ * as it is, for the caller, not handed to w. */
 static moeperm_status reference(const moeperm_golden_case *c, void *const *outputs, void *const *exact,
-                                bool run, golden_case_writer *w, char *err, size_t err_len)
+                                bool run, bool route_only, golden_case_writer *w, char *err,
+                                size_t err_len)
 {
     if (!moeperm_op_name(c->op)) {
         snprintf(err, err_len, "operator %d is not one of the family", (int)c->op);
         return MOEPERM_ERR_PARAM_INVALID;
     }
     views v;
-    if (views_make(c, outputs, &v, err, err_len) != 0)
+    if (views_make(c, outputs, route_only, &v, err, err_len) != 0)
         return MOEPERM_ERR_INNER;
     uint64_t workspace_size = 0;
     moeperm_executor *executor = NULL;
@@ -151,7 +169,8 @@ static moeperm_status reference(const moeperm_golden_case *c, void *const *outpu
         st = moeperm_executor_run(workspace, workspace_size, executor, NULL);
         free(workspace);
         for (size_t i = 0; w && st == MOEPERM_SUCCESS && i < c->tensor_count; i++)
-            if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT)
+            if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT &&
+                !(route_only && routed_rows(c, &c->tensors[i])))
                 golden_case_writer_ready(w, &c->tensors[i], c->tensors[i].bytes);
         if (st == MOEPERM_SUCCESS && exact)
             st = exact_values(c, exact);
@@ -165,7 +184,7 @@ static moeperm_status reference(const moeperm_golden_case *c, void *const *outpu
 moeperm_status moeperm_golden_run_reference(const moeperm_golden_case *c, void *const *outputs,
                                     void *const *exact, char *err, size_t err_len)
 {
-    return reference(c, outputs, exact, true, NULL, err, err_len);
+    return reference(c, outputs, exact, true, false, NULL, err, err_len);
 }
 
 moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char *err, size_t err_len)
@@ -190,7 +209,7 @@ moeperm_status moeperm_golden_check_reference(const moeperm_golden_case *c, char
         n++;
     }
     if (st == MOEPERM_SUCCESS)
-        st = reference(c, scratch, NULL, false, NULL, err, err_len);
+        st = reference(c, scratch, NULL, false, false, NULL, err, err_len);
     for (size_t i = 0; i < n; i++)
         free(scratch[i]);
     return st;
@@ -219,11 +238,12 @@ static const moeperm_golden_tensor *input_of(const moeperm_golden_case *c, const
     return t;
 }
 
-/* Appends an output of ndim dims (zeroed: what the operator leaves
- * untouched reads 0, as golden files have it). */
+/* Appends an output of ndim dims, zeroed (what the operator leaves
+ * untouched reads 0, as golden files have it) unless `filled` says that
+ * every byte of it will be written. */
 static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_role role,
-                      moeperm_dtype dtype, const int64_t *dims, uint64_t ndim, char *err,
-                      size_t err_len)
+                      moeperm_dtype dtype, const int64_t *dims, uint64_t ndim, bool filled,
+                      char *err, size_t err_len)
 {
     if (c->tensor_count == MOEPERM_GOLDEN_MAX_TENSORS || moeperm_golden_case_tensor(c, name)) {
         snprintf(err, err_len, "the case already has %s", name);
@@ -251,7 +271,7 @@ static int add_output(moeperm_golden_case *c, const char *name, moeperm_golden_r
     }
     t->bytes = (size_t)bytes;
     t->file = golden_strdup_printf("%s.bin", name);
-    t->data = golden_tensor_alloc(t->bytes, true);
+    t->data = golden_tensor_alloc(t->bytes, !filled);
     c->tensor_count++;
     if (!t->file || (t->bytes && !t->data)) {
         snprintf(err, err_len, "out of memory for %s", name);
@@ -266,12 +286,13 @@ static int add_output2(moeperm_golden_case *c, const char *name, moeperm_golden_
                        size_t err_len)
 {
     const int64_t dims[2] = {d0, d1};
-    return add_output(c, name, role, dtype, dims, ndim, err, err_len);
+    return add_output(c, name, role, dtype, dims, ndim, false, err, err_len);
 }
 
 /* The outputs of c's operator, shaped from its inputs as the operator
- * shapes them. */
-static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
+ * shapes them; with route_only, MoeTokenPermute's permuted_tokens is left
+ * unzeroed for the caller to fill. */
+static int add_outputs(moeperm_golden_case *c, bool route_only, char *err, size_t err_len)
 {
     const moeperm_golden_tensor *a, *b, *probs;
     err[0] = '\0';
@@ -310,7 +331,7 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
         memcpy(dims, a->shape, sizeof dims);
         dims[0] = n;
         return add_output(c, "permuted_tokens", MOEPERM_GOLDEN_ROLE_OUTPUT, a->dtype, dims,
-                          a->ndim, err, err_len) ||
+                          a->ndim, route_only, err, err_len) ||
                add_output2(c, "sorted_indices", MOEPERM_GOLDEN_ROLE_OUTPUT, MOEPERM_INT32, slots, 0,
                            1, err, err_len);
     }
@@ -353,20 +374,21 @@ static int add_outputs(moeperm_golden_case *c, char *err, size_t err_len)
 
 int moeperm_golden_case_finish(moeperm_golden_case *c, char *err, size_t err_len)
 {
-    return golden_case_finish_writing(c, NULL, err, err_len);
+    return golden_case_finish_writing(c, NULL, false, err, err_len);
 }
 
-int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, char *err,
-                               size_t err_len)
+int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, bool route_only,
+                               char *err, size_t err_len)
 {
     for (size_t i = 0; i < c->tensor_count; i++)
         if (c->tensors[i].role != MOEPERM_GOLDEN_ROLE_INPUT) {
             snprintf(err, err_len, "the case already has the output %s", c->tensors[i].name);
             return -1;
         }
-    if (add_outputs(c, err, err_len) != 0)
+    route_only = route_only && c->op == MOEPERM_OP_PERMUTE;
+    if (add_outputs(c, route_only, err, err_len) != 0)
         return -1;
-    void *outputs[MOEPERM_GOLDEN_MAX_TENSORS], *exact[MOEPERM_GOLDEN_MAX_TENSORS];
+    void *outputs[MOEPERM_GOLDEN_MAX_TENSORS] = {0}, *exact[MOEPERM_GOLDEN_MAX_TENSORS] = {0};
     size_t n_out = 0, n_exact = 0;
     for (size_t i = 0; i < c->tensor_count; i++) {
         if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT)
@@ -374,9 +396,15 @@ int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, ch
         else if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_EXACT)
             exact[n_exact++] = c->tensors[i].data;
     }
+    /* A run of the routing alone is planned over views of no columns: the
+     * first phase sees the case's own shapes first. */
     char inner[512];
-    moeperm_status st =
-        reference(c, outputs, n_exact ? exact : NULL, true, w, inner, sizeof inner);
+    moeperm_status st = MOEPERM_SUCCESS;
+    if (route_only)
+        st = reference(c, outputs, NULL, false, false, NULL, inner, sizeof inner);
+    if (st == MOEPERM_SUCCESS)
+        st = reference(c, outputs, n_exact ? exact : NULL, true, route_only, w, inner,
+                       sizeof inner);
     if (st != MOEPERM_SUCCESS) {
         snprintf(err, err_len, "the operator refuses the case (%s): %s", moeperm_status_name(st),
                  inner);

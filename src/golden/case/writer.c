@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,6 +61,13 @@ struct golden_case_writer {
     const moeperm_golden_tensor *error_tensor;
     pthread_t threads[2];
     int started;
+    /* golden_case_writer_help(): what the hashing thread does while it has
+     * nothing to hash, until help says there is nothing left (spent);
+     * helping counts its calls under way. */
+    bool (*help)(void *);
+    void *help_arg;
+    bool help_spent;
+    int helping;
 };
 
 /* The first failure stops both threads; close() reports it. */
@@ -194,6 +202,37 @@ static void *write_thread(void *arg)
     }
 }
 
+/* wait_bytes(w, i, done, 1) for the hashing thread, which meanwhile does
+ * the work golden_case_writer_help() gave it, a piece at a time. */
+static int64_t wait_bytes_helping(golden_case_writer *w, size_t i, size_t done)
+{
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        bool waiting = !w->stopping && (i < w->count ? w->jobs[i].ready == done &&
+                                                           done < w->jobs[i].t->bytes
+                                                     : !w->closing);
+        if (!waiting)
+            break;
+        if (!w->help || w->help_spent) {
+            pthread_cond_wait(&w->changed, &w->lock);
+            continue;
+        }
+        bool (*help)(void *) = w->help;
+        void *arg = w->help_arg;
+        w->helping++;
+        pthread_mutex_unlock(&w->lock);
+        bool more = help(arg);
+        pthread_mutex_lock(&w->lock);
+        w->helping--;
+        if (!more && w->help == help && w->help_arg == arg)
+            w->help_spent = true;
+        pthread_cond_broadcast(&w->changed);
+    }
+    int64_t n = w->stopping || i >= w->count ? -1 : (int64_t)(w->jobs[i].ready - done);
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
 static void *hash_thread(void *arg)
 {
     golden_case_writer *w = arg;
@@ -202,7 +241,7 @@ static void *hash_thread(void *arg)
         char hex[GOLDEN_SHA256_HEX];
         int64_t n;
         golden_sha256_init(&hash);
-        for (size_t done = 0; (n = wait_bytes(w, i, done, 1)) > 0; done += (size_t)n)
+        for (size_t done = 0; (n = wait_bytes_helping(w, i, done)) > 0; done += (size_t)n)
             golden_sha256_update(&hash, (const uint8_t *)w->jobs[i].t->data + done, (size_t)n);
         int rc = golden_sha256_finish(&hash, hex); /* frees the hash's memory */
         if (n < 0)
@@ -257,6 +296,19 @@ int golden_case_writer_team(const golden_case_writer *w)
 /* golden_tensor_alloc() zeroes this much at a time. */
 #define ZERO_PIECE ((size_t)2 << 20)
 
+void golden_tensor_prefault(void *data, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t start = (uintptr_t)data / GOLDEN_IO_ALIGN * GOLDEN_IO_ALIGN;
+    uintptr_t end = ((uintptr_t)data + bytes + GOLDEN_IO_ALIGN - 1) / GOLDEN_IO_ALIGN *
+                    GOLDEN_IO_ALIGN;
+    if (bytes > 0)
+        madvise((void *)start, end - start, MADV_POPULATE_WRITE); /* a hint: errors ignored */
+#else
+    (void)data, (void)bytes;
+#endif
+}
+
 void *golden_tensor_alloc(size_t bytes, bool zero)
 {
     if (bytes < GOLDEN_DIRECT_MIN)
@@ -267,14 +319,17 @@ void *golden_tensor_alloc(size_t bytes, bool zero)
         return data;
     /* Zeroing first touches every page of fresh memory, which costs several
      * times the stores themselves: spread over the threads, as the
-     * operator's own writes would have been under calloc(). */
+     * operator's own writes would have been under calloc(), the pages of
+     * each piece mapped in by one call first. */
     int64_t pieces = (int64_t)((bytes + ZERO_PIECE - 1) / ZERO_PIECE);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
     for (int64_t i = 0; i < pieces; i++) {
         size_t at = (size_t)i * ZERO_PIECE;
-        memset((uint8_t *)data + at, 0, bytes - at < ZERO_PIECE ? bytes - at : ZERO_PIECE);
+        size_t piece = bytes - at < ZERO_PIECE ? bytes - at : ZERO_PIECE;
+        golden_tensor_prefault((uint8_t *)data + at, piece);
+        memset((uint8_t *)data + at, 0, piece);
     }
     return data;
 }
@@ -466,6 +521,18 @@ void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor
     w->jobs[i] = (tensor_job){.t = t, .fd = fd, .direct = direct, .ready = ready};
     w->count = i + 1;
     pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void golden_case_writer_help(golden_case_writer *w, bool (*help)(void *), void *arg)
+{
+    pthread_mutex_lock(&w->lock);
+    w->help = help;
+    w->help_arg = arg;
+    w->help_spent = false;
+    pthread_cond_broadcast(&w->changed); /* a waiting hashing thread may help now */
+    while (!help && w->helping > 0)
+        pthread_cond_wait(&w->changed, &w->lock);
     pthread_mutex_unlock(&w->lock);
 }
 

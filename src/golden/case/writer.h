@@ -48,6 +48,14 @@ typedef struct golden_case_writer golden_case_writer;
  * NULL when memory runs out (or bytes is 0). */
 void *golden_tensor_alloc(size_t bytes, bool zero);
 
+/* golden_tensor_prefault() maps in the pages of [data, data + bytes), part
+ * of a tensor of GOLDEN_DIRECT_MIN bytes or more from golden_tensor_alloc(),
+ * before they are first written (Linux's MADV_POPULATE_WRITE; elsewhere
+ * nothing).  One call for a stretch of pages costs about 70 % of the CPU
+ * time of a fault per page (docs/performance.md, "Writing golden data").
+ * The pages keep what they hold. */
+void golden_tensor_prefault(void *data, size_t bytes);
+
 golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
                                             size_t err_len);
 void golden_case_writer_ready(golden_case_writer *w, const moeperm_golden_tensor *t, size_t ready);
@@ -57,6 +65,14 @@ int golden_case_writer_close_releasing(golden_case_writer *w, moeperm_golden_cas
                                        size_t err_len);
 void golden_case_writer_abort(golden_case_writer *w);
 
+/* golden_case_writer_help() gives w's hashing thread work for the times
+ * it has nothing to hash: it calls help(arg), which does a piece of the
+ * caller's work and returns whether there was any, until help returns
+ * false or the caller calls golden_case_writer_help(w, NULL, NULL), which
+ * returns once no call of help is under way.  help runs with every signal
+ * blocked, beside the caller's own threads. */
+void golden_case_writer_help(golden_case_writer *w, bool (*help)(void *), void *arg);
+
 /* The threads a caller should put on its own work (making tensors,
  * working out values) while w hashes and writes: OpenMP's, one less (and
  * at least one) when w is not NULL.  The hashing thread is one serial
@@ -64,11 +80,25 @@ void golden_case_writer_abort(golden_case_writer *w);
  * so it gets a core of its own. */
 int golden_case_writer_team(const golden_case_writer *w);
 
-/* moeperm_golden_case_finish(), handing each output of c to w (when not
+/*
+ * moeperm_golden_case_finish(), handing each output of c to w (when not
  * NULL) as soon as the operator has made it, while the exact values the
- * case also holds are worked out. */
-int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, char *err,
-                               size_t err_len);
+ * case also holds are worked out.
+ *
+ * With route_only, a MoeTokenPermute case gets its sorted_indices alone
+ * from the operator (a run over views of the tokens and of permuted_tokens
+ * with no columns, after the first phase has taken the case's own shapes),
+ * and its permuted_tokens allocated, neither zeroed nor handed to w: the
+ * caller fills every row of it by the operator's definition,
+ * permuted_tokens[sorted_indices[i]] = tokens[i / top_k] for each i whose
+ * sorted_indices[i] is below its rows, and hands it to w.  That is what
+ * lets the generator make the largest output of a case in order, a
+ * stretch at a time, for the writer to hash and write while it makes the
+ * rest (docs/performance.md, "Writing golden data").  route_only changes
+ * nothing for the other operators.
+ */
+int golden_case_finish_writing(moeperm_golden_case *c, golden_case_writer *w, bool route_only,
+                               char *err, size_t err_len);
 
 /*
  * golden_case_check_writable() refuses, with a sentence naming path and

@@ -2,10 +2,14 @@
  * assemble.c - a generated case put together: the operator's inputs
  * allocated and filled (a row at a time, by the routing and the value
  * kinds), handed to the case writer stretch by stretch as they are made,
- * and the golden outputs from the public two-phase API.
+ * and the golden outputs from the public two-phase API, but for
+ * MoeTokenPermute's permuted_tokens: a copy of token rows, made here in
+ * order from the routing that API makes, so that the writer takes it in
+ * stretches too.
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,67 +97,105 @@ static void fill_row(const golden_generator *g, int64_t t, int64_t k, void *dst)
  * are made. */
 #define STRETCH_BYTES ((size_t)8 << 20)
 
-/* On the threads of the variable `team` in scope. */
-#if defined(_OPENMP)
-#define PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for schedule(dynamic, 1) num_threads(team)")
-#else
-#define PARALLEL_FOR_DYNAMIC
-#endif
+/* A tensor being filled (fill_rows()): its stretches of `per` rows are
+ * claimed in order, each by the first thread that comes free. */
+typedef struct stretch_job {
+    const golden_generator *g;
+    const int64_t *owner;
+    const uint8_t *copy;
+    moeperm_golden_tensor *t;
+    golden_case_writer *w;
+    int64_t rows, per, stretches;
+    size_t row_bytes;
+    atomic_int_fast64_t next; /* the next stretch to claim */
+    pthread_mutex_t finished; /* done[] and prefix */
+    bool *done;
+    int64_t prefix;
+} stretch_job;
+
+/* Claims the next stretch of j and makes it, telling j->w (when not NULL)
+ * how many leading bytes are then final; false when none was left. */
+static bool make_stretch(void *arg)
+{
+    stretch_job *j = arg;
+    int64_t i = atomic_fetch_add(&j->next, 1);
+    if (i >= j->stretches)
+        return false;
+    uint8_t *data = j->t->data;
+    int64_t first = i * j->per, end = j->rows - first < j->per ? j->rows : first + j->per;
+    if (j->t->bytes >= GOLDEN_DIRECT_MIN)
+        golden_tensor_prefault(data + (size_t)first * j->row_bytes,
+                               (size_t)(end - first) * j->row_bytes);
+    for (int64_t r = first; r < end; r++) {
+        uint8_t *dst = data + (size_t)r * j->row_bytes;
+        if (j->copy)
+            memcpy(dst, j->copy + (size_t)j->owner[r] * j->row_bytes, j->row_bytes);
+        else if (!j->owner)
+            fill_row(j->g, r, 0, dst);
+        else
+            fill_row(j->g, j->owner[r] / j->g->top_k, j->owner[r] % j->g->top_k, dst);
+    }
+    if (j->w) {
+        pthread_mutex_lock(&j->finished);
+        j->done[i] = true;
+        while (j->prefix < j->stretches && j->done[j->prefix])
+            j->prefix++;
+        int64_t final_rows = j->prefix * j->per < j->rows ? j->prefix * j->per : j->rows;
+        golden_case_writer_ready(j->w, j->t, (size_t)final_rows * j->row_bytes);
+        pthread_mutex_unlock(&j->finished);
+    }
+    return true;
+}
 
 /*
  * Fills the rows of a [rows, hidden] tensor: row r is row (r, 0) of g, or
- * with owner row (owner[r] / K, owner[r] % K).  The threads take stretches of rows
- * in order as they come free, and w (when not NULL) learns after each one
- * how many leading bytes are final.  Handing out stretches, rather than a
- * parallel loop per stretch, keeps the threads from waiting for each other
- * at every stretch, spinning on CPUs the writer's threads need.  Returns 0,
- * or -1 when memory runs out.
+ * with owner row (owner[r] / K, owner[r] % K); or, with copy, a copy of
+ * row owner[r] of copy (rows as long as t's).  The threads take stretches
+ * of rows in order as they come free, and w (when not NULL) learns after
+ * each one how many leading bytes are final.  Handing out stretches,
+ * rather than a parallel loop per stretch, keeps the threads from waiting
+ * for each other at every stretch, spinning on CPUs the writer's threads
+ * need.  The generator's threads are one fewer than the CPUs, so that w's
+ * hashing thread, the one serial stream, always has a core
+ * (golden_case_writer_team()); it makes stretches too whenever it has
+ * nothing to hash (golden_case_writer_help()), so that no core idles while
+ * the making is what the hash waits for.  Returns 0, or -1 when memory
+ * runs out.
  */
-static int fill_rows(const golden_generator *g, const int64_t *owner, moeperm_golden_tensor *t,
-                     golden_case_writer *w)
+static int fill_rows(const golden_generator *g, const int64_t *owner, const uint8_t *copy,
+                     moeperm_golden_tensor *t, golden_case_writer *w)
 {
     int64_t rows = t->shape[0];
     if (rows == 0 || t->bytes == 0)
         return 0;
-    size_t row_bytes = t->bytes / (size_t)rows;
+    stretch_job j = {.g = g, .owner = owner, .copy = copy, .t = t, .w = w, .rows = rows,
+                     .row_bytes = t->bytes / (size_t)rows};
     /* At least 16 stretches, so that a tensor of a few MiB is still split. */
-    int64_t per = (int64_t)(STRETCH_BYTES / row_bytes);
-    per = per < (rows + 15) / 16 ? per : (rows + 15) / 16;
-    per = per > 0 ? per : 1;
-    int64_t stretches = (rows + per - 1) / per, prefix = 0;
-    bool *done = calloc((size_t)stretches, sizeof *done);
-    if (!done)
+    j.per = (int64_t)(STRETCH_BYTES / j.row_bytes);
+    j.per = j.per < (rows + 15) / 16 ? j.per : (rows + 15) / 16;
+    j.per = j.per > 0 ? j.per : 1;
+    j.stretches = (rows + j.per - 1) / j.per;
+    atomic_init(&j.next, 0);
+    if (!(j.done = calloc((size_t)j.stretches, sizeof *j.done)))
         return -1;
-    if (w)
-        golden_case_writer_ready(w, t, 0);
     /* A lock of this call's own rather than a named OpenMP critical
      * section, which would be a symbol the shared library exports. */
-    pthread_mutex_t finished = PTHREAD_MUTEX_INITIALIZER; /* done[] and prefix */
-    uint8_t *data = t->data;
+    pthread_mutex_init(&j.finished, NULL);
+    if (w) {
+        golden_case_writer_ready(w, t, 0);
+        golden_case_writer_help(w, make_stretch, &j);
+    }
     int team = golden_case_writer_team(w);
     (void)team;
-    PARALLEL_FOR_DYNAMIC
-    for (int64_t i = 0; i < stretches; i++) {
-        int64_t end = rows - i * per < per ? rows : (i + 1) * per;
-        for (int64_t r = i * per; r < end; r++) {
-            if (!owner)
-                fill_row(g, r, 0, data + (size_t)r * row_bytes);
-            else
-                fill_row(g, owner[r] / g->top_k, owner[r] % g->top_k,
-                         data + (size_t)r * row_bytes);
-        }
-        if (w) {
-            pthread_mutex_lock(&finished);
-            done[i] = true;
-            while (prefix < stretches && done[prefix])
-                prefix++;
-            int64_t final_rows = prefix * per < rows ? prefix * per : rows;
-            golden_case_writer_ready(w, t, (size_t)final_rows * row_bytes);
-            pthread_mutex_unlock(&finished);
-        }
-    }
-    pthread_mutex_destroy(&finished);
-    free(done);
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(team)
+#endif
+    while (make_stretch(&j))
+        ;
+    if (w) /* returns once a stretch the writer's thread is making is made */
+        golden_case_writer_help(w, NULL, NULL);
+    pthread_mutex_destroy(&j.finished);
+    free(j.done);
     return 0;
 }
 
@@ -180,8 +222,54 @@ static int fill_permuted(const golden_generator *g, const int32_t *indices, int6
     for (int64_t i = 0; i < slots; i++)
         if (indices[i] < rows)
             owner[indices[i]] = i;
-    int rc = fill_rows(g, owner, t, w);
+    int rc = fill_rows(g, owner, NULL, t, w);
     free(owner);
+    return rc;
+}
+
+/*
+ * Fills MoeTokenPermute's permuted_tokens by the operator's definition
+ * from the sorted_indices its reference run made (see
+ * golden_case_finish_writing()): row sorted_indices[i] is token i / K's,
+ * for each i below the rows kept.  A copy of the token's bytes, NaN
+ * payloads and all, as the operator moves them.  Made in order, stretch by
+ * stretch, as fill_rows() makes the inputs, so that the writer hashes and
+ * writes it while the rest is made.  Returns 0, or -1 with a sentence.
+ */
+static int fill_permute_output(moeperm_golden_case *c, golden_case_writer *w, char *err,
+                               size_t err_len)
+{
+    moeperm_golden_tensor *out = moeperm_golden_case_tensor(c, "permuted_tokens");
+    const moeperm_golden_tensor *tokens = moeperm_golden_case_tensor_const(c, "tokens");
+    const moeperm_golden_tensor *sorted = moeperm_golden_case_tensor_const(c, "sorted_indices");
+    int64_t rows = out->shape[0], slots = sorted->shape[0], n = tokens->shape[0];
+    if (rows == 0 || out->bytes == 0)
+        return 0;
+    int64_t *owner = malloc((size_t)rows * sizeof *owner);
+    if (!owner) {
+        snprintf(err, err_len, "out of memory generating %s", c->name);
+        return -1;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        owner[r] = -1;
+    const int32_t *at = sorted->data;
+    for (int64_t i = 0; i < slots; i++)
+        if (at[i] >= 0 && at[i] < rows)
+            owner[at[i]] = i / (slots / n);
+    /* The operator's sorted_indices are a permutation of the slots, so
+     * every row kept has its token; anything else is the library's bug,
+     * said rather than written. */
+    for (int64_t r = 0; r < rows; r++)
+        if (owner[r] < 0) {
+            snprintf(err, err_len, "%s: the reference's sorted_indices name no slot for row "
+                     "%lld of permuted_tokens", c->name, (long long)r);
+            free(owner);
+            return -1;
+        }
+    int rc = fill_rows(NULL, owner, tokens->data, out, w);
+    free(owner);
+    if (rc != 0)
+        snprintf(err, err_len, "out of memory generating %s", c->name);
     return rc;
 }
 
@@ -231,7 +319,7 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
             return -1;
         values.top_k = 1;
         values.fills = GOLDEN_FILL_TOKENS;
-        if (fill_rows(&values, NULL, t, w) != 0)
+        if (fill_rows(&values, NULL, NULL, t, w) != 0)
             return -1;
         if (!(idx = add_tensor(c, "indices", s->index_dtype, 2, T, K)) ||
             golden_fill_expert_ids(s, idx, err, err_len) != 0)
@@ -259,7 +347,7 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
         golden_generator g =
             make_generator(s, s->dtype, s->values, 1, H, PRNG_STREAM_GRAD, GOLDEN_FILL_GRAD);
         if (!(t = add_tensor(c, "unpermuted_tokens_grad", s->dtype, 2, T, H)) ||
-            fill_rows(&g, NULL, t, w) != 0)
+            fill_rows(&g, NULL, NULL, t, w) != 0)
             goto done;
     }
     if (!(idx = add_tensor(c, "sorted_indices", MOEPERM_INT32, 1, L, 0)))
@@ -269,7 +357,7 @@ static int make_tensors(const moeperm_golden_spec *s, moeperm_golden_case *c, go
         golden_generator g = make_generator(s, s->probs_dtype, s->probs_values, 1, K,
                                      PRNG_STREAM_PROBS, GOLDEN_FILL_PROBS);
         if (!(t = add_tensor(c, "probs", s->probs_dtype, 2, T, K)) ||
-            fill_rows(&g, NULL, t, w) != 0)
+            fill_rows(&g, NULL, NULL, t, w) != 0)
             goto done;
     }
     rc = 0;
@@ -329,11 +417,15 @@ static int generate(const moeperm_golden_spec *s, const char *command, moeperm_g
         return -1;
     }
 
+    /* MoeTokenPermute's largest output is made here from the routing the
+     * reference makes, in order, for the writer to take in stretches. */
     char inner[768];
-    if (golden_case_finish_writing(c, w, inner, sizeof inner) != 0) {
+    if (golden_case_finish_writing(c, w, true, inner, sizeof inner) != 0) {
         snprintf(err, err_len, "%s: %s", s->name, inner);
         return -1;
     }
+    if (c->op == MOEPERM_OP_PERMUTE)
+        return fill_permute_output(c, w, err, err_len);
     return 0;
 }
 
