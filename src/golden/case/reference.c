@@ -11,6 +11,10 @@
 
 #include <moeperm/golden.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "golden/case/ops.h"
 #include "golden/case/writer.h"
 #include "golden/common/text.h"
@@ -172,8 +176,20 @@ static moeperm_status reference(const moeperm_golden_case *c, void *const *outpu
             if (c->tensors[i].role == MOEPERM_GOLDEN_ROLE_OUTPUT &&
                 !(route_only && routed_rows(c, &c->tensors[i])))
                 golden_case_writer_ready(w, &c->tensors[i], c->tensors[i].bytes);
-        if (st == MOEPERM_SUCCESS && exact)
+        if (st == MOEPERM_SUCCESS && exact) {
+            /* Beside w's hash of the outputs, on the generator's threads
+             * (golden_case_writer_team()): the hash, the one serial stream,
+             * keeps its core. */
+#ifdef _OPENMP
+            int threads = omp_get_max_threads();
+            if (w)
+                omp_set_num_threads(golden_case_writer_team(w));
+#endif
             st = exact_values(c, exact);
+#ifdef _OPENMP
+            omp_set_num_threads(threads);
+#endif
+        }
     }
     if (st != MOEPERM_SUCCESS)
         snprintf(err, err_len, "%s", moeperm_last_error());
