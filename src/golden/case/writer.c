@@ -2,9 +2,11 @@
  * writer.c - the case writer behind moeperm_golden_case_write() and the
  * generator: two threads of its own take the tensors as they are handed
  * over, a stretch at a time: one writes them, starting the disk on each
- * stretch at once, the other hashes them for the manifest.  Each reads
- * every byte once, while the caller makes the next stretch or runs the
- * reference, so that writing a large case costs about what the disk takes.
+ * stretch at once, the other hashes them for the manifest and, while it
+ * has nothing to hash, makes stretches for the caller
+ * (golden_case_writer_help()).  Each reads every byte once, while the
+ * caller makes the next stretch or runs the reference, so that writing a
+ * large case costs about what the disk takes.
  * The directory itself (its temporary, its replacement) is casedir.c's.
  */
 #define _GNU_SOURCE /* sync_file_range() */

@@ -155,7 +155,7 @@ static bool make_stretch(void *arg)
  * each one how many leading bytes are final.  Handing out stretches,
  * rather than a parallel loop per stretch, keeps the threads from waiting
  * for each other at every stretch, spinning on CPUs the writer's threads
- * need.  The generator's threads are one fewer than the CPUs, so that w's
+ * need.  The generator's threads are one fewer than OpenMP's, so that w's
  * hashing thread, the one serial stream, always has a core
  * (golden_case_writer_team()); it makes stretches too whenever it has
  * nothing to hash (golden_case_writer_help()), so that no core idles while
