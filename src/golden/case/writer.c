@@ -301,10 +301,15 @@ int golden_case_writer_team(const golden_case_writer *w)
 void golden_tensor_prefault(void *data, size_t bytes)
 {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t start = (uintptr_t)data / GOLDEN_IO_ALIGN * GOLDEN_IO_ALIGN;
-    uintptr_t end = ((uintptr_t)data + bytes + GOLDEN_IO_ALIGN - 1) / GOLDEN_IO_ALIGN *
-                    GOLDEN_IO_ALIGN;
-    if (bytes > 0)
+    /* The whole pages inside the range only, whatever the page size: the
+     * pages at its ends may belong to other memory too, and fault in when
+     * they are written. */
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t start = ((uintptr_t)data + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t end = ((uintptr_t)data + bytes) / (uintptr_t)page * (uintptr_t)page;
+    if (end > start)
         madvise((void *)start, end - start, MADV_POPULATE_WRITE); /* a hint: errors ignored */
 #else
     (void)data, (void)bytes;
@@ -458,7 +463,15 @@ golden_case_writer *golden_case_writer_open(const char *path_arg, bool force, ch
     sigset_t all, unblocked;
     sigfillset(&all);
     /* The threads start with every signal blocked, so a signal's cleanup
-     * runs on the caller's thread, the one that creates the files. */
+     * runs on the caller's thread, the one that creates the files; all
+     * but the faults a thread's own code raises, which reach the thread
+     * that raised them whatever its mask, and would then kill the process
+     * without the cleanup: the hashing thread runs the generator's code
+     * too (golden_case_writer_help()). */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     sigprocmask(SIG_BLOCK, &all, &unblocked);
     void *(*const bodies[2])(void *) = {write_thread, hash_thread};
     int started = 0;

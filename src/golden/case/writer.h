@@ -48,12 +48,11 @@ typedef struct golden_case_writer golden_case_writer;
  * NULL when memory runs out (or bytes is 0). */
 void *golden_tensor_alloc(size_t bytes, bool zero);
 
-/* golden_tensor_prefault() maps in the pages of [data, data + bytes), part
- * of a tensor of GOLDEN_DIRECT_MIN bytes or more from golden_tensor_alloc(),
- * before they are first written (Linux's MADV_POPULATE_WRITE; elsewhere
- * nothing).  One call for a stretch of pages costs about 70 % of the CPU
- * time of a fault per page (docs/performance.md, "Writing golden data").
- * The pages keep what they hold. */
+/* golden_tensor_prefault() maps in the whole pages inside [data, data +
+ * bytes) before they are first written (Linux's MADV_POPULATE_WRITE;
+ * elsewhere nothing): for a stretch of a large tensor, one call costs
+ * about 70 % of the CPU time of a fault per page (docs/performance.md,
+ * "Writing golden data").  The pages keep what they hold. */
 void golden_tensor_prefault(void *data, size_t bytes);
 
 golden_case_writer *golden_case_writer_open(const char *path, bool force, char *err,
