@@ -408,7 +408,7 @@ moeperm_status moeperm_permute_run(const struct moeperm_permute_plan *plan, int 
         const char *src = (const char *)tokens->data + tokens->offset * size;
         char *dst = (char *)out->data + out->offset * size;
         int64_t src_row = tokens->strides[0] * size, dst_row = out->strides[0] * size;
-        int64_t src_step, dst_step;
+        int64_t src_step = 0, dst_step = 0; /* set by row_step() when folds */
         bool folds = row_step(tokens, &src_step) && row_step(out, &dst_step);
         int team = moeperm_threads_for_bytes(
             threads, ((double)tokens_num + (double)num_out) * (double)hidden * (double)size);

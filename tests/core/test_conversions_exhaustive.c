@@ -46,7 +46,9 @@ static uint64_t count_narrow_mismatches(narrow_fn library, narrow_fn oracle, uin
 {
     uint64_t mismatches = 0;
     uint32_t lowest = UINT32_MAX;
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(+ : mismatches) reduction(min : lowest)
+#endif
     for (int64_t i = 0; i <= (int64_t)UINT32_MAX; i++) {
         float value = naive_float((uint32_t)i);
         if (library(value) != oracle(value)) {

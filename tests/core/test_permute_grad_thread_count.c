@@ -107,6 +107,7 @@ static void test_caller_floating_point_environment_does_not_change_bits(void **s
     free(actual);
 }
 
+#ifdef _OPENMP
 /* The thread team the kernel would use for this case with 3 threads. */
 static int team_for(moeperm_dtype dtype, void *grad, int64_t rows, int64_t hidden,
                     int32_t *indices, int64_t tokens, int64_t top_k, void *out)
@@ -127,6 +128,7 @@ static int team_for(moeperm_dtype dtype, void *grad, int64_t rows, int64_t hidde
     moeperm_tensor_destroy(o);
     return team;
 }
+#endif
 
 static void test_one_two_and_three_threads_give_identical_bits(void **state)
 {
