@@ -5,7 +5,7 @@
  * Every vector loop of libmoeperm is written once, in a template
  * (permute_grad_template.h: the sums of MoeTokenPermuteGrad and
  * MoeTokenUnpermute; unpermute_grad_template.h: MoeTokenUnpermuteGrad's
- * rows; exact_template.h: the levels of its exact dot products;
+ * rows; exact_template.h: the loops of its exact dot products;
  * copy_template.h: the non-temporal row copy of MoeTokenPermute and
  * of MoeTokenUnpermuteGrad without probs), over the primitives of one
  * instruction set (vec_avx2.h: AVX2 + F16C; vec_avx512.h: AVX-512 F, BW
