@@ -13,10 +13,8 @@ moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-determinism.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# fail (cli_lib.sh).
+. "$(dirname "$0")/cli_lib.sh"
 
 "$moeperm" golden --out "$work" --tokens 4096 --topk 8 --hidden 3072 --dtype bf16 \
     --seed 61 --name bf16-full >/dev/null || { echo "FAIL: generate bf16-full"; exit 1; }

@@ -41,10 +41,8 @@ esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-faults.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# fail (cli_lib.sh).
+. "$(dirname "$0")/cli_lib.sh"
 interrupted=0 killed=0 failed_calls=0 racers=0
 # A shim in LD_PRELOAD comes before the sanitizer runtime in a sanitizer
 # build; tell ASan that this is intended.

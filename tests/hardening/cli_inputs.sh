@@ -32,10 +32,9 @@ moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-inputs.XXXXXX")
 trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0 checks=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# fail, and as_user and can_drop for the checks as a user other than root
+# (cli_lib.sh); this script's own expect and says below.
+. "$(dirname "$0")/cli_lib.sh"
 # expect STATUS WHAT COMMAND...: COMMAND, stdout to $work/out and stderr to
 # $work/err, within 20 s (a FIFO must never hang it; the tool, not a shell
 # function of this script), exits STATUS.
@@ -57,7 +56,6 @@ says() {
     grep -qF -- "$2" "$work/err" "$work/out" ||
         fail "$1: does not say '$2': $(cat "$work/err") $(head -c 300 "$work/out")"
 }
-. "$(dirname "$0")/cli_lib.sh"
 drop_setup
 # nobody must reach everything below $work
 chmod 755 "$work"

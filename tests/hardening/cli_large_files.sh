@@ -19,10 +19,8 @@ if [ "$free_kb" -lt $((11 * 1024 * 1024)) ]; then
     exit 77
 fi
 failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# fail (cli_lib.sh).
+. "$(dirname "$0")/cli_lib.sh"
 
 "$moeperm" golden --out "$work" --tokens 8192 --topk 8 --hidden 32776 --dtype bf16 \
     --seed 4 --name big >/dev/null || { echo "FAIL: golden could not write the case"; exit 1; }

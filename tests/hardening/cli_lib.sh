@@ -1,6 +1,31 @@
-# cli_lib.sh - sourced by the hardening scripts that run the tool as a
-# user other than root.  Needs $moeperm (the tool) and $work (a scratch
-# directory the script removes).
+# cli_lib.sh - the helpers the hardening scripts share, sourced by each.
+# Needs $moeperm (the tool), $work (a scratch directory the script
+# removes) and $failures (the count of failed checks, which the script
+# reports at its end).
+#
+# fail MESSAGE: one failed check, said on one line.
+# expect STATUS WHAT COMMAND...: runs COMMAND, stdout to $work/out and
+# stderr to $work/err, and fails WHAT unless it exits STATUS.  (The
+# scripts that count their checks or bound each command's time define
+# their own after sourcing this.)
+# says WHAT TEXT: the last command's stderr or stdout holds TEXT.
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+expect() {
+    local want=$1 what=$2 rc
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" -eq "$want" ] || fail "$what: status $rc, expected $want (stderr: $(cat "$work/err"))"
+}
+says() {
+    cat "$work/err" "$work/out" | grep -qF -- "$2" ||
+        fail "$1: the command does not say '$2': $(cat "$work/err")"
+}
+
+# Running the tool as another user than root:
 #
 # as_user COMMAND...: runs COMMAND as a user other than root: nobody when
 # this runs as root, else the current user; returns 77 where root cannot

@@ -32,10 +32,9 @@ moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-refusals.XXXXXX")
 trap 'chmod -R u+w "$work"; chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# fail, and as_user and can_drop for the checks as a user other than root
+# (cli_lib.sh); this script's own expect and says below.
+. "$(dirname "$0")/cli_lib.sh"
 
 # expect STATUS WHAT COMMAND...: runs COMMAND, stdout to $work/out and
 # stderr to $work/err, and checks its exit status.
@@ -143,7 +142,6 @@ done
 # Each is refused before any work (check prints no case line) with a
 # sentence naming the path and what it is, and is left as it was.
 # as_user and can_drop (cli_lib.sh): checks as a user other than root.
-. "$(dirname "$0")/cli_lib.sh"
 drop_setup
 # refused_target WHAT SAYS PATH [as_user]: run --out, check --junit,
 # check --json and compare --json refuse PATH, saying SAYS, and PATH's

@@ -25,25 +25,8 @@ moeperm=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/moeperm-rules.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-# expect STATUS WHAT COMMAND...: runs COMMAND (stdout to $work/out, stderr
-# to $work/err) and checks its exit status.
-expect() {
-    local want=$1 what=$2 rc
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    rc=$?
-    [ "$rc" -eq "$want" ] || fail "$what: status $rc, expected $want (stderr: $(cat "$work/err"))"
-}
-# says WHAT TEXT: the last command's stderr or stdout (check's case
-# lines) contains TEXT.
-says() {
-    cat "$work/err" "$work/out" | grep -qF -- "$2" ||
-        fail "$1: the command does not say '$2': $(cat "$work/err")"
-}
+# fail, expect and says (cli_lib.sh).
+. "$(dirname "$0")/cli_lib.sh"
 # snapshot DIR: a listing of every file under DIR with its checksum.
 snapshot() {
     (cd "$1" && find . -type f -o -type l | sort | while read -r f; do
