@@ -96,14 +96,31 @@ static void job_finished(golden_case_writer *w, size_t i)
 
 /* Waits until tensor i has `want` final bytes past done, or all that are
  * left; returns how many it has (0 when done is its end), or -1 when there
- * is no tensor i and will be none, or the writer stops. */
-static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done, size_t want)
+ * is no tensor i and will be none, or the writer stops.  The hashing
+ * thread (hashing) does the work golden_case_writer_help() gave it, a
+ * piece at a time, while it waits. */
+static int64_t wait_bytes(golden_case_writer *w, size_t i, size_t done, size_t want,
+                          bool hashing)
 {
     pthread_mutex_lock(&w->lock);
     while (!w->stopping &&
            (i < w->count ? w->jobs[i].ready - done < want && w->jobs[i].ready < w->jobs[i].t->bytes
-                         : !w->closing))
-        pthread_cond_wait(&w->changed, &w->lock);
+                         : !w->closing)) {
+        if (!hashing || !w->help || w->help_spent) {
+            pthread_cond_wait(&w->changed, &w->lock);
+            continue;
+        }
+        bool (*piece)(void *) = w->help;
+        void *arg = w->help_arg;
+        w->helping++;
+        pthread_mutex_unlock(&w->lock);
+        bool more = piece(arg);
+        pthread_mutex_lock(&w->lock);
+        w->helping--;
+        if (!more && w->help == piece && w->help_arg == arg)
+            w->help_spent = true;
+        pthread_cond_broadcast(&w->changed);
+    }
     int64_t n = w->stopping || i >= w->count ? -1 : (int64_t)(w->jobs[i].ready - done);
     pthread_mutex_unlock(&w->lock);
     return n;
@@ -170,14 +187,15 @@ static void *write_thread(void *arg)
 {
     golden_case_writer *w = arg;
     for (size_t i = 0;; i++) {
-        int64_t n = wait_bytes(w, i, 0, 1); /* tensor i is there, or the end */
+        int64_t n = wait_bytes(w, i, 0, 1, false); /* tensor i is there, or the end */
         if (n < 0)
             return NULL;
         const tensor_job *job = &w->jobs[i];
         const uint8_t *data = job->t->data;
         bool direct = job->direct;
         size_t released = 0;
-        for (size_t done = 0; (n = wait_bytes(w, i, done, direct ? GOLDEN_IO_ALIGN : 1)) > 0;) {
+        for (size_t done = 0;
+             (n = wait_bytes(w, i, done, direct ? GOLDEN_IO_ALIGN : 1, false)) > 0;) {
             size_t piece = (size_t)n < WRITE_PIECE ? (size_t)n : WRITE_PIECE;
             if (direct && piece % GOLDEN_IO_ALIGN != 0) {
                 if (piece > GOLDEN_IO_ALIGN)
@@ -204,37 +222,6 @@ static void *write_thread(void *arg)
     }
 }
 
-/* wait_bytes(w, i, done, 1) for the hashing thread, which meanwhile does
- * the work golden_case_writer_help() gave it, a piece at a time. */
-static int64_t wait_bytes_helping(golden_case_writer *w, size_t i, size_t done)
-{
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        bool waiting = !w->stopping && (i < w->count ? w->jobs[i].ready == done &&
-                                                           done < w->jobs[i].t->bytes
-                                                     : !w->closing);
-        if (!waiting)
-            break;
-        if (!w->help || w->help_spent) {
-            pthread_cond_wait(&w->changed, &w->lock);
-            continue;
-        }
-        bool (*help)(void *) = w->help;
-        void *arg = w->help_arg;
-        w->helping++;
-        pthread_mutex_unlock(&w->lock);
-        bool more = help(arg);
-        pthread_mutex_lock(&w->lock);
-        w->helping--;
-        if (!more && w->help == help && w->help_arg == arg)
-            w->help_spent = true;
-        pthread_cond_broadcast(&w->changed);
-    }
-    int64_t n = w->stopping || i >= w->count ? -1 : (int64_t)(w->jobs[i].ready - done);
-    pthread_mutex_unlock(&w->lock);
-    return n;
-}
-
 static void *hash_thread(void *arg)
 {
     golden_case_writer *w = arg;
@@ -243,7 +230,7 @@ static void *hash_thread(void *arg)
         char hex[GOLDEN_SHA256_HEX];
         int64_t n;
         golden_sha256_init(&hash);
-        for (size_t done = 0; (n = wait_bytes_helping(w, i, done)) > 0; done += (size_t)n)
+        for (size_t done = 0; (n = wait_bytes(w, i, done, 1, true)) > 0; done += (size_t)n)
             golden_sha256_update(&hash, (const uint8_t *)w->jobs[i].t->data + done, (size_t)n);
         int rc = golden_sha256_finish(&hash, hex); /* frees the hash's memory */
         if (n < 0)
